@@ -1,0 +1,40 @@
+# hlo-opt: the two commands first.
+#   make run    create .venv, install, optimize a bundled sample and print it
+#   make test   install the test extras and run the whole suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(VENV)/bin/pip
+SAMPLE ?= sample_modules/reduce_sum_xyz.hlo
+PIPELINE ?= optimization
+
+.PHONY: run test install install-test bench lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -q -e '.[test,cpu]'
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+run: install
+	$(VENV)/bin/hlo-opt $(SAMPLE) --pipeline=$(PIPELINE) --summary
+
+test: install-test
+	$(PY) -m pytest tests
+
+bench: install-test
+	for b in benchmarks/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint: install-test
+	$(PY) -m compileall -q hlo_opt passes
+
+clean:
+	rm -rf $(VENV) tests/lit/.lit_out .pytest_cache

@@ -1,0 +1,144 @@
+"""Computation: an ordered set of instructions with a root and numbered parameters."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from .instruction import Instruction
+from .shape import Shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .module import HloModule
+
+
+class Computation:
+    __slots__ = ("name", "_instructions", "root", "parameters", "module", "execution_thread",
+                 "is_entry", "__weakref__")
+
+    def __init__(self, name: str):
+        self.name = name
+        self._instructions: dict[Instruction, None] = {}
+        self.root: Instruction | None = None
+        self.parameters: list[Instruction] = []
+        self.module: HloModule | None = None
+        self.execution_thread: str | None = None
+        self.is_entry = False
+
+    # ---- membership -------------------------------------------------------------------
+    @property
+    def instructions(self) -> list[Instruction]:
+        return list(self._instructions)
+
+    def instruction_count(self) -> int:
+        return len(self._instructions)
+
+    def __contains__(self, inst: Instruction) -> bool:
+        return inst in self._instructions
+
+    def add_instruction(self, inst: Instruction, name: str | None = None) -> Instruction:
+        """Add ``inst`` (its operands must already be here); gives it a module-unique name."""
+        if self.module is not None:
+            inst.name = self.module.unique_name(name or inst.name)
+        elif name:
+            inst.name = name
+        inst.parent = self
+        self._instructions[inst] = None
+        if inst.opcode == "parameter":
+            n = inst.parameter_number
+            while len(self.parameters) <= n:
+                self.parameters.append(None)  # type: ignore[arg-type]
+            self.parameters[n] = inst
+        return inst
+
+    def add(self, opcode: str, shape: Shape, operands: Iterable[Instruction] = (), *,
+            name: str | None = None, attrs: dict | None = None, called=None,
+            called_attr: str | None = None, payload: str = "") -> Instruction:
+        """Create and add an instruction in one call."""
+        inst = Instruction(opcode, shape, operands, attrs, name or opcode, payload, called,
+                           called_attr)
+        return self.add_instruction(inst)
+
+    def add_parameter(self, shape: Shape, name: str | None = None) -> Instruction:
+        n = len(self.parameters)
+        return self.add("parameter", shape, name=name or f"param_{n}", payload=str(n))
+
+    def remove_instruction(self, inst: Instruction) -> None:
+        """Remove an instruction that has no users (and is not the root)."""
+        if inst.user_count:
+            raise ValueError(f"cannot remove %{inst.name}: it still has users "
+                             f"{[u.name for u in inst.users]}")
+        if inst is self.root:
+            raise ValueError(f"cannot remove the root %{inst.name}")
+        inst.detach_operands()
+        for other in self._instructions:
+            if other.control_predecessors and inst in other.control_predecessors:
+                other.control_predecessors = [p for p in other.control_predecessors
+                                              if p is not inst]
+        del self._instructions[inst]
+        if self.module is not None:
+            self.module.release_name(inst.name)
+        inst.parent = None
+
+    def replace_instruction(self, old: Instruction, new: Instruction) -> None:
+        """Redirect every use of ``old`` to ``new`` (added here if needed), then drop ``old``."""
+        if new.parent is None:
+            self.add_instruction(new)
+        old.replace_all_uses_with(new)
+        if old.opcode != "parameter" and old.user_count == 0 and old is not self.root:
+            self.remove_instruction(old)
+
+    def set_root(self, inst: Instruction) -> None:
+        self.root = inst
+
+    # ---- order ------------------------------------------------------------------------
+    def post_order(self) -> list[Instruction]:
+        """Operands before users; instructions in insertion order seed the walk (XLA's
+        MakeInstructionPostOrder), so text already in def-use order keeps its order."""
+        visited: set[int] = set()
+        order: list[Instruction] = []
+        for start in self._instructions:
+            if id(start) in visited:
+                continue
+            stack = [(start, False)]
+            while stack:
+                inst, expanded = stack.pop()
+                if expanded:
+                    order.append(inst)
+                    continue
+                if id(inst) in visited:
+                    continue
+                visited.add(id(inst))
+                stack.append((inst, True))
+                preds = inst.operands + inst.control_predecessors
+                for op in reversed(preds):
+                    if id(op) not in visited:
+                        stack.append((op, False))
+        return order
+
+    def called_computations(self) -> list["Computation"]:
+        seen: dict[Computation, None] = {}
+        for inst in self._instructions:
+            for c in inst.called:
+                seen[c] = None
+        return list(seen)
+
+    @property
+    def signature_shape(self) -> Shape:
+        return self.root.shape
+
+    # ---- text -------------------------------------------------------------------------
+    def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
+                large_constants: bool = True) -> str:
+        params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
+                           for p in self.parameters if p is not None)
+        head = ("ENTRY " if self.is_entry else "") + \
+            f"%{self.name} ({params}) -> {self.root.shape.to_text(layout=False)}"
+        if self.execution_thread is not None:
+            head += f", execution_thread=\"{self.execution_thread}\""
+        lines = [head + " {"]
+        for inst in self.post_order():
+            lines.append("  " + inst.to_text(operand_shapes, print_metadata, large_constants))
+        lines.append("}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<Computation %{self.name} ({len(self._instructions)} instructions)>"

@@ -1,0 +1,258 @@
+"""Instruction: one HLO operation, with operands and users kept in both directions."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
+from .literal import Literal, parse_literal
+from .shape import Shape
+
+# Generic attributes XLA prints after the opcode-specific ones.
+TRAILING_ATTRS = frozenset({"sharding", "frontend_attributes", "statistics", "metadata",
+                            "backend_config", "origin", "parameter_replication",
+                            "result_accuracy"})
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .computation import Computation
+
+
+class Instruction:
+    """An HLO instruction.
+
+    ``attrs`` maps attribute name -> verbatim text (in input order); typed values come from
+    :meth:`attr`, parsed on first use and cached.  Called computations are real references
+    (``called``), so renaming a computation never breaks a caller.
+    """
+
+    __slots__ = ("name", "opcode", "shape", "operands", "_users", "attrs", "parent", "called",
+                 "called_attr", "payload", "_literal", "_parsed", "control_predecessors",
+                 "__weakref__")
+
+    def __init__(self, opcode: str, shape: Shape, operands=(), attrs: dict | None = None,
+                 name: str | None = None, payload: str = "", called=None,
+                 called_attr: str | None = None):
+        self.name = name or opcode
+        self.opcode = opcode
+        self.shape = shape
+        self.operands: list[Instruction] = list(operands)
+        self._users: dict[Instruction, None] = {}
+        self.attrs: dict[str, str] = attrs if attrs is not None else {}
+        self.parent: Computation | None = None
+        self.called: list[Computation] = list(called) if called else []
+        self.called_attr = called_attr  # attribute spelling for ``called`` (to_apply, calls, ...)
+        self.payload = payload  # text inside the parens for constant/parameter
+        self._literal: Literal | None = None
+        self._parsed: dict | None = None
+        self.control_predecessors: list[Instruction] = []
+        for op in self.operands:
+            op._users[self] = None
+
+    # ---- graph ------------------------------------------------------------------------
+    @property
+    def users(self) -> list["Instruction"]:
+        return list(self._users)
+
+    @property
+    def user_count(self) -> int:
+        return len(self._users)
+
+    def operand(self, i: int) -> "Instruction":
+        return self.operands[i]
+
+    def replace_operand(self, index: int, new: "Instruction") -> None:
+        old = self.operands[index]
+        if old is new:
+            return
+        self.operands[index] = new
+        new._users[self] = None
+        if old not in self.operands:
+            old._users.pop(self, None)
+
+    def replace_operand_with(self, old: "Instruction", new: "Instruction") -> bool:
+        changed = False
+        for i, op in enumerate(self.operands):
+            if op is old:
+                self.operands[i] = new
+                changed = True
+        if changed and old is not new:
+            new._users[self] = None
+            old._users.pop(self, None)
+        return changed
+
+    def set_operands(self, operands) -> None:
+        for op in self.operands:
+            op._users.pop(self, None)
+        self.operands = list(operands)
+        for op in self.operands:
+            op._users[self] = None
+
+    def replace_all_uses_with(self, new: "Instruction") -> None:
+        """Point every user (and the parent's root) at ``new`` instead of ``self``."""
+        if new is self:
+            return
+        for user in list(self._users):
+            if user is new:
+                continue  # new = f(self): keep the edge
+            user.replace_operand_with(self, new)
+        if self.parent is not None and self.parent.root is self:
+            self.parent.root = new
+
+    def detach_operands(self) -> None:
+        for op in self.operands:
+            op._users.pop(self, None)
+        self.operands = []
+        self.control_predecessors = []
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is not None and self.parent.root is self
+
+    # ---- attributes -------------------------------------------------------------------
+    def attr(self, name: str, default=None):
+        """Typed value of an attribute (parsed once), or ``default`` when absent."""
+        raw = self.attrs.get(name)
+        if raw is None:
+            return default
+        if self._parsed is not None and name in self._parsed:
+            return self._parsed[name]
+        parser = ATTR_PARSERS.get(name)
+        if parser is None:
+            return raw
+        try:
+            value = parser(raw)
+        except AttrSyntaxError as e:
+            from ..errors import HloVerifyError
+            raise HloVerifyError(f"bad attribute {name}={raw} on %{self.name}: {e}") from None
+        if self._parsed is None:
+            self._parsed = {}
+        self._parsed[name] = value
+        return value
+
+    def set_attr(self, name: str, value) -> None:
+        """Set a typed (or verbatim text) attribute; printed canonically."""
+        self.attrs[name] = typed_to_text(name, value)
+        if self._parsed is not None:
+            self._parsed.pop(name, None)
+
+    def remove_attr(self, name: str) -> None:
+        self.attrs.pop(name, None)
+        if self._parsed is not None:
+            self._parsed.pop(name, None)
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    @property
+    def dimensions(self) -> tuple[int, ...]:
+        return self.attr("dimensions", ())
+
+    @property
+    def parameter_number(self) -> int:
+        return int(self.payload)
+
+    @property
+    def literal(self) -> Literal:
+        if self._literal is None:
+            self._literal = parse_literal(self.payload, self.shape)
+        return self._literal
+
+    def set_literal(self, literal: Literal) -> None:
+        self._literal = literal
+        self.payload = literal.to_text()
+
+    @property
+    def fused_computation(self) -> "Computation":
+        return self.called[0]
+
+    @property
+    def to_apply(self) -> "Computation":
+        return self.called[0]
+
+    @property
+    def fusion_kind(self) -> str:
+        return self.attrs.get("kind", "kLoop")
+
+    @property
+    def custom_call_target(self) -> str:
+        return self.attr("custom_call_target", "")
+
+    # ---- text -------------------------------------------------------------------------
+    def operand_text(self, operand_shapes: bool = True) -> str:
+        if self.opcode in ("constant", "parameter") or (self.payload and not self.operands):
+            return self.payload
+        if operand_shapes:
+            return ", ".join(f"{op.shape.to_text()} %{op.name}" for op in self.operands)
+        return ", ".join("%" + op.name for op in self.operands)
+
+    def _called_text(self) -> str:
+        attr = self.called_attr
+        if isinstance(attr, tuple):  # condition=, body= / select=, scatter= / true_, false_
+            return ", ".join(f"{a}=%{c.name}" for a, c in zip(attr, self.called))
+        if attr in ("branch_computations", "called_computations") or len(self.called) > 1:
+            return f"{attr}={{" + ", ".join("%" + c.name for c in self.called) + "}"
+        return f"{attr}=%{self.called[0].name}"
+
+    def attr_texts(self, print_metadata: bool = True) -> list[str]:
+        """Attributes in input order; called computations and control predecessors are
+        printed from live references at the place they were written (or before the
+        generic trailing attributes when a pass added them)."""
+        out = []
+        pending_called = bool(self.called) and self.called_attr is not None
+        pending_ctrl = bool(self.control_predecessors)
+        for name, raw in self.attrs.items():
+            if name == self.called_attr or (isinstance(self.called_attr, tuple)
+                                            and name == self.called_attr[0]):
+                if pending_called:
+                    out.append(self._called_text())
+                    pending_called = False
+                continue
+            if name == "control-predecessors":
+                if pending_ctrl:
+                    out.append(self._ctrl_text())
+                    pending_ctrl = False
+                continue
+            if name in TRAILING_ATTRS:
+                if pending_called:
+                    out.append(self._called_text())
+                    pending_called = False
+                if pending_ctrl:
+                    out.append(self._ctrl_text())
+                    pending_ctrl = False
+            if name == "metadata" and not print_metadata:
+                continue
+            if name in COMPACT_ATTRS:
+                raw = raw.replace(" ", "")
+            out.append(f"{name}={raw}")
+        if pending_called:
+            out.append(self._called_text())
+        if pending_ctrl:
+            out.append(self._ctrl_text())
+        return out
+
+    def _ctrl_text(self) -> str:
+        return "control-predecessors={" + ", ".join(
+            "%" + p.name for p in self.control_predecessors) + "}"
+
+    def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
+                large_constants: bool = True) -> str:
+        payload = self.operand_text(operand_shapes)
+        if not large_constants and self.opcode == "constant" and self.shape.is_array() \
+                and self.shape.num_elements() > 10:
+            payload = "{...}"
+        head = f"%{self.name} = {self.shape.to_text()} {self.opcode}({payload})"
+        attrs = self.attr_texts(print_metadata)
+        if attrs:
+            head += ", " + ", ".join(attrs)
+        return ("ROOT " if self.is_root else "") + head
+
+    def __repr__(self):
+        return f"<{self.opcode} %{self.name}>"
+
+    # ---- cloning ----------------------------------------------------------------------
+    def clone_with(self, operands, shape: Shape | None = None, name: str | None = None
+                   ) -> "Instruction":
+        """A detached copy with other operands (same attributes, payload, called)."""
+        inst = Instruction(self.opcode, shape or self.shape, operands, dict(self.attrs),
+                           name or self.name, self.payload, self.called, self.called_attr)
+        inst._literal = self._literal
+        return inst

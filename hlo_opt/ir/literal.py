@@ -1,0 +1,190 @@
+"""Literal: a constant's value, numpy (ml_dtypes) backed, parsed from and printed as XLA text.
+
+Constants keep their verbatim text; the numpy value is built on first use.  ``{...}`` is
+an elided constant (XLA prints large constants that way): its value is unknown.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .shape import Shape
+from .types import is_complex, is_float, numpy_dtype
+
+
+class LiteralSyntaxError(ValueError):
+    pass
+
+
+class Literal:
+    __slots__ = ("shape", "array", "elements", "elided")
+
+    def __init__(self, shape: Shape, array: np.ndarray | None = None, elements=None,
+                 elided: bool = False):
+        self.shape = shape
+        self.array = array
+        self.elements = elements  # tuple literals
+        self.elided = elided
+
+    @staticmethod
+    def from_array(array, element_type: str | None = None) -> "Literal":
+        arr = np.asarray(array)
+        from .types import element_type_of
+        et = element_type or element_type_of(arr.dtype)
+        arr = arr.astype(numpy_dtype(et), copy=False)
+        return Literal(Shape.array(et, arr.shape), arr)
+
+    def to_text(self) -> str:
+        if self.elided:
+            return "{...}"
+        if self.shape.is_tuple():
+            return "( " + ", ".join(e.to_text() for e in self.elements) + " )"
+        if self.shape.is_token():
+            return ""
+        return _array_text(self.array, self.shape.element_type)
+
+    def __repr__(self):
+        return f"Literal({self.shape.to_text()}, {self.to_text()[:60]})"
+
+
+def _scalar_text(v, et: str) -> str:
+    if et == "pred":
+        return "true" if bool(v) else "false"
+    if is_complex(et):
+        return f"({_float_text(v.real)}, {_float_text(v.imag)})"
+    if is_float(et):
+        return _float_text(v)
+    return str(int(v))
+
+
+def _float_text(v) -> str:
+    f = float(v)
+    if f != f:
+        return "nan"
+    if f in (float("inf"), float("-inf")):
+        return "inf" if f > 0 else "-inf"
+    if isinstance(v, (np.floating,)) and v.dtype.itemsize <= 4 and v.dtype != np.float64:
+        text = str(np.float32(f)) if v.dtype == np.float32 else repr(f)
+    else:
+        text = repr(f)
+    if text.endswith(".0"):
+        text = text[:-2]
+    return text
+
+
+def _array_text(arr: np.ndarray, et: str) -> str:
+    if arr.ndim == 0:
+        return _scalar_text(arr[()], et)
+    if arr.ndim == 1:
+        return "{" + ", ".join(_scalar_text(x, et) for x in arr) + "}"
+    return "{ " + ", ".join(_array_text(sub, et) for sub in arr) + " }"
+
+
+_COMPLEX_RE = re.compile(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)")
+
+
+def _to_float(tok: str) -> float:
+    t = tok.strip()
+    low = t.lower()
+    if low.startswith(("nan", "-nan", "+nan")):
+        return float("nan")
+    try:
+        return float(t)
+    except ValueError:
+        try:
+            return float.fromhex(t)
+        except ValueError:
+            raise LiteralSyntaxError(f"bad number '{tok}'") from None
+
+
+def parse_literal(text: str, shape: Shape) -> Literal:
+    """Parse the text inside ``constant(...)`` for ``shape``."""
+    body = text.strip()
+    if body == "{...}":
+        return Literal(shape, elided=True)
+    if shape.is_tuple():
+        return _parse_tuple_literal(body, shape)
+    if not shape.is_array():
+        return Literal(shape)
+    et = shape.element_type
+    dtype = numpy_dtype(et)
+    if is_complex(et):
+        pairs = _COMPLEX_RE.findall(body)
+        values = [complex(_to_float(a), _to_float(b)) for a, b in pairs]
+        if not pairs and body.strip("{} \n"):
+            values = [complex(_to_float(t), 0) for t in _tokens(body)]
+    else:
+        toks = _tokens(body)
+        if et == "pred":
+            values = []
+            for t in toks:
+                if t in ("true", "1"):
+                    values.append(True)
+                elif t in ("false", "0"):
+                    values.append(False)
+                else:
+                    raise LiteralSyntaxError(f"bad pred value '{t}'")
+        elif is_float(et):
+            try:
+                values = np.array(toks, dtype=np.float64) if toks else []
+            except ValueError:
+                values = [_to_float(t) for t in toks]
+        else:
+            try:
+                values = [int(t, 0) if t.startswith(("0x", "-0x")) else int(t) for t in toks]
+            except ValueError:
+                raise LiteralSyntaxError(f"bad integer in literal '{body[:60]}'") from None
+    n = shape.num_elements()
+    count = len(values)
+    if count != n:
+        if count == 1 and n != 1:
+            pass  # a scalar broadcast is not XLA text; reject below
+        raise LiteralSyntaxError(
+            f"literal has {count} elements but shape {shape.to_text(False)} needs {n}")
+    if et in ("u64",):
+        arr = np.array(values, dtype=np.uint64)
+    else:
+        arr = np.array(values, dtype=np.float64 if is_float(et) and et != "f64" else None)
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = arr.astype(dtype) if not is_complex(et) else np.array(values, dtype=dtype)
+    return Literal(shape, arr.reshape(shape.dims))
+
+
+def _tokens(body: str) -> list[str]:
+    flat = body.replace("{", " ").replace("}", " ").replace(",", " ")
+    return flat.split()
+
+
+def _parse_tuple_literal(body: str, shape: Shape) -> Literal:
+    if not (body.startswith("(") and body.endswith(")")):
+        raise LiteralSyntaxError("expected a tuple literal ( ... )")
+    parts = split_top_level(body[1:-1])
+    if len(parts) != len(shape.tuple_shapes):
+        raise LiteralSyntaxError(
+            f"tuple literal has {len(parts)} elements, shape has {len(shape.tuple_shapes)}")
+    return Literal(shape, elements=tuple(parse_literal(p, s)
+                                         for p, s in zip(parts, shape.tuple_shapes)))
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside (), {}, [] and quotes."""
+    out, depth, start, i, n = [], 0, 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c in "({[":
+            depth += 1
+        elif c in ")}]":
+            depth -= 1
+        elif c == sep and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    tail = text[start:].strip()
+    if tail or out:
+        out.append(tail)
+    return out

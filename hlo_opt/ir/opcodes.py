@@ -1,0 +1,102 @@
+"""The opcodes of current XLA (xla/hlo/ir/hlo_opcode.h): text name, operand arity, category.
+
+Arity -1 means variadic.  Categories drive the graph colours, the cost model and the
+elementwise-ness queries passes ask.
+"""
+from __future__ import annotations
+
+VARIADIC = -1
+
+_UNARY_ELEMENTWISE = """abs acos acosh asin asinh atan atanh cbrt ceil count-leading-zeros cosine
+cosh erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic
+negate not popcnt real round-nearest-afz round-nearest-even rsqrt sign sine sinh sqrt tan
+tanh convert bitcast-convert reduce-precision""".split()
+_BINARY_ELEMENTWISE = """add subtract multiply divide remainder power maximum minimum atan2
+complex and or xor shift-left shift-right-arithmetic shift-right-logical compare mulhi
+stochastic-convert""".split()
+_TERNARY_ELEMENTWISE = ["select", "clamp"]
+
+# name -> (arity, category)
+OPCODES: dict[str, tuple[int, str]] = {}
+for _n in _UNARY_ELEMENTWISE:
+    OPCODES[_n] = (1, "elementwise")
+for _n in _BINARY_ELEMENTWISE:
+    OPCODES[_n] = (2, "elementwise")
+for _n in _TERNARY_ELEMENTWISE:
+    OPCODES[_n] = (3, "elementwise")
+OPCODES.update({
+    # data movement
+    "bitcast": (1, "data"), "broadcast": (1, "broadcast"), "concatenate": (VARIADIC, "data"),
+    "copy": (1, "data"), "reshape": (1, "data"), "dynamic-reshape": (VARIADIC, "data"),
+    "slice": (1, "data"), "dynamic-slice": (VARIADIC, "data"),
+    "dynamic-update-slice": (VARIADIC, "broadcast"), "pad": (2, "elementwise_like"),
+    "reverse": (1, "data"), "transpose": (1, "data"), "iota": (0, "elementwise_like"),
+    "gather": (2, "reduce"), "scatter": (VARIADIC, "reduce"),
+    "get-dimension-size": (1, "data"), "set-dimension-size": (2, "data"),
+    "shuffle": (VARIADIC, "data"),
+    # reductions and friends
+    "reduce": (VARIADIC, "reduce"), "reduce-window": (VARIADIC, "reduce"),
+    "select-and-scatter": (3, "reduce"), "sort": (VARIADIC, "reduce"), "topk": (1, "reduce"),
+    "scan": (VARIADIC, "reduce"), "map": (VARIADIC, "map"),
+    # linear algebra
+    "dot": (2, "linalg"), "ragged-dot": (3, "linalg"), "scaled-dot": (4, "linalg"),
+    "convolution": (2, "linalg"), "fft": (1, "linalg"), "cholesky": (1, "linalg"),
+    "triangular-solve": (2, "linalg"), "batch-norm-training": (3, "reduce"),
+    "batch-norm-inference": (5, "reduce"), "batch-norm-grad": (5, "reduce"),
+    # structure
+    "parameter": (0, "parameter"), "constant": (0, "constant"), "tuple": (VARIADIC, "tuple"),
+    "get-tuple-element": (1, "tuple"), "call": (VARIADIC, "control"),
+    "conditional": (VARIADIC, "control"), "while": (1, "control"),
+    "fusion": (VARIADIC, "fusion"), "custom-call": (VARIADIC, "control"),
+    "async-start": (VARIADIC, "async"), "async-update": (1, "async"),
+    "async-done": (1, "async"), "opt-barrier": (1, "tuple"), "add-dependency": (2, "tuple"),
+    "after-all": (VARIADIC, "tuple"), "domain": (1, "fusion"),
+    # RNG
+    "rng": (VARIADIC, "rng"), "rng-bit-generator": (1, "rng"),
+    "rng-get-and-update-state": (0, "rng"),
+    # collectives
+    "all-gather": (VARIADIC, "collective"), "all-gather-start": (VARIADIC, "collective"),
+    "all-gather-done": (1, "collective"), "all-reduce": (VARIADIC, "collective"),
+    "all-reduce-start": (VARIADIC, "collective"), "all-reduce-done": (1, "collective"),
+    "reduce-scatter": (VARIADIC, "collective"), "all-to-all": (VARIADIC, "collective"),
+    "ragged-all-to-all": (6, "collective"), "collective-broadcast": (VARIADIC, "collective"),
+    "collective-permute": (VARIADIC, "collective"),
+    "collective-permute-start": (VARIADIC, "collective"),
+    "collective-permute-done": (1, "collective"), "collective-reduce": (VARIADIC, "collective"),
+    "partition-id": (0, "collective"), "replica-id": (0, "collective"),
+    # I/O
+    "infeed": (1, "io"), "outfeed": (2, "io"), "send": (2, "io"), "send-done": (1, "io"),
+    "recv": (1, "io"), "recv-done": (1, "io"), "copy-start": (1, "data"),
+    "copy-done": (1, "data"),
+})
+
+# Attribute names that name called computations, per XLA's text syntax.
+CALLED_COMPUTATION_ATTRS = ("to_apply", "calls", "condition", "body", "true_computation",
+                            "false_computation", "branch_computations", "select", "scatter",
+                            "called_computations", "comparator")
+
+SIDE_EFFECTING = frozenset({
+    "rng", "rng-get-and-update-state", "infeed", "outfeed", "send", "send-done", "recv",
+    "recv-done", "after-all", "all-reduce", "all-reduce-start", "all-reduce-done",
+    "all-gather", "all-gather-start", "all-gather-done", "collective-permute",
+    "collective-permute-start", "collective-permute-done", "all-to-all", "reduce-scatter",
+    "ragged-all-to-all", "collective-broadcast", "async-start", "async-update", "async-done",
+})
+
+ELEMENTWISE = frozenset(n for n, (_, cat) in OPCODES.items() if cat == "elementwise")
+
+
+def is_known(opcode: str) -> bool:
+    return opcode in OPCODES
+
+
+def arity(opcode: str) -> int:
+    return OPCODES[opcode][0]
+
+
+def category(opcode: str) -> str:
+    return OPCODES[opcode][1]
+
+
+def is_elementwise(opcode: str) -> bool:
+    return opcode in ELEMENTWISE

@@ -1,0 +1,1 @@
+"""HLO text: the fast parser, the reference lark grammar (errors), the canonical printer."""
