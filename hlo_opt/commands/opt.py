@@ -1,12 +1,34 @@
 """`hlo-opt INPUT`: parse, (optionally) run passes, print canonical HLO text."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
 
 from ..api import load_modules_from_text, read_input
 from ..flags import DebugOptions, parse_flag_tokens
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool):
+    """A rich progress bar on stderr when it is a terminal; yields the callback or None."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        console=Console(stderr=True), transient=True)
+    task = progress.add_task("passes", total=None)
+
+    def update(event):
+        total = max(event.total, event.index)
+        progress.update(task, total=total, completed=event.index - 1,
+                        description=f"{'/'.join(event.pipeline_path)}: {event.pass_name}")
+
+    with progress:
+        yield update
 
 
 @click.command("opt", context_settings={"ignore_unknown_options": True,
@@ -19,6 +41,9 @@ from ..flags import DebugOptions, parse_flag_tokens
 @click.option("--pipeline", default=None, help="A named pipeline to run (see `hlo-opt pipelines`).")
 @click.option("--platform", default="transforms", help="Accepted for XLA compatibility.")
 @click.option("--stage", default="hlo", help="Output stage (only 'hlo').")
+@click.option("--debug_options_file", default=None,
+              help="A DebugOptions textproto (e.g. a dump's .debug_options); "
+                   "XLA_FLAGS and --xla_* flags override it.")
 @click.option("--verify-no-change", is_flag=True,
               help="Fail when a pass reports no change but changed the module.")
 @click.option("--stats", "stats_path", default=None,
@@ -26,13 +51,19 @@ from ..flags import DebugOptions, parse_flag_tokens
 @click.option("--summary/--no-summary", default=False, help="Print the per-pass summary table.")
 @click.pass_context
 def command(ctx, input, output, split_input_file, list_passes, passes, pipeline, platform,
-            stage, verify_no_change, stats_path, summary):
+            stage, debug_options_file, verify_no_change, stats_path, summary):
     """Optimize INPUT (a path or '-') and print the module; --xla_* flags accepted."""
-    flag_tokens = [a for a in ctx.args]
-    bad = [a for a in flag_tokens if not a.startswith("--xla_")]
-    if bad:
-        raise click.UsageError(f"unexpected argument(s): {' '.join(bad)}")
-    options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"))
+    # click hands unknown options (the --xla_* flags) over as positional arguments, so
+    # INPUT may arrive among them: sort the tokens out here.
+    tokens = ([input] if input is not None else []) + list(ctx.args)
+    flag_tokens = [a for a in tokens if a.startswith("--xla_")]
+    positional = [a for a in tokens if not a.startswith("--xla_")]
+    bad = [a for a in positional if a.startswith("-") and a != "-"]
+    if bad or len(positional) > 1:
+        raise click.UsageError(f"unexpected argument(s): {' '.join(bad or positional[1:])}")
+    input = positional[0] if positional else None
+    options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"),
+                                        debug_options_file=debug_options_file)
     from .. import passes_api
     if list_passes:
         click.echo(",".join(passes_api.pass_names()))
@@ -41,18 +72,33 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
         raise click.UsageError("missing INPUT (a path or '-')")
     if stage != "hlo":
         raise click.UsageError(f"unsupported --stage={stage} (supported: hlo)")
+    if passes is not None and pipeline is not None:
+        raise click.UsageError("--passes and --pipeline cannot be used together")
     text, filename = read_input(input)
     modules = load_modules_from_text(text, filename, split_input_file)
     outputs = []
+    collected = []
+    if passes is not None or pipeline is not None:
+        from ..dump.writer import DumpConfig, DumpDirectory
+        directory = DumpDirectory(DumpConfig.from_options(options))
+        with _progress_bar(sys.stderr.isatty()) as progress:
+            for module_id, module in enumerate(modules):
+                passes_api.optimize(module, options, passes=passes, pipeline=pipeline,
+                                    verify_no_change=verify_no_change, module_id=module_id,
+                                    progress=progress, dump_directory=directory,
+                                    on_stats=collected.append if (summary or stats_path)
+                                    else None)
     for module in modules:
-        if passes or pipeline:
-            module = passes_api.optimize(module, options, passes=passes, pipeline=pipeline,
-                                         verify_no_change=verify_no_change,
-                                         stats_path=stats_path, summary=summary)
         outputs.append(module.to_text())
+    if stats_path:
+        passes_api.write_stats_json(stats_path, collected)
+    if summary and collected:
+        from .dumps import print_summary
+        print_summary(collected)
     result = "\n".join(outputs)
     if output == "-":
         sys.stdout.write(result)
+        sys.stdout.flush()
     else:
         from ..fileutil import write_atomic
         write_atomic(output, result)

@@ -132,12 +132,12 @@ class Computation:
                            for p in self.parameters if p is not None)
         head = ("ENTRY " if self.is_entry else "") + \
             f"%{self.name} ({params}) -> {self.root.shape.to_text(layout=False)}"
-        if self.execution_thread is not None:
-            head += f", execution_thread=\"{self.execution_thread}\""
         lines = [head + " {"]
         for inst in self.post_order():
             lines.append("  " + inst.to_text(operand_shapes, print_metadata, large_constants))
-        lines.append("}")
+        # XLA prints a non-main thread after the closing brace (HloComputation::Print)
+        lines.append("}" if self.execution_thread is None
+                     else f"}}, execution_thread=\"{self.execution_thread}\"")
         return "\n".join(lines)
 
     def __repr__(self):

@@ -56,7 +56,7 @@ class Layout:
 class Shape:
     """An array shape (element type, dims, dynamic bounds, layout), a tuple, token or opaque."""
 
-    __slots__ = ("element_type", "dims", "dynamic", "layout", "tuple_shapes", "_hash")
+    __slots__ = ("element_type", "dims", "dynamic", "layout", "tuple_shapes", "_hash", "_text")
 
     def __init__(self, element_type: str, dims=(), dynamic=None, layout: Layout | None = None,
                  tuple_shapes=None):
@@ -66,6 +66,7 @@ class Shape:
         self.layout = layout
         self.tuple_shapes = tuple(tuple_shapes) if tuple_shapes is not None else ()
         self._hash = None
+        self._text = None  # (with layout, without): shapes are immutable, like _hash
 
     # ---- construction -----------------------------------------------------------------
     @staticmethod
@@ -154,6 +155,12 @@ class Shape:
 
     # ---- text -------------------------------------------------------------------------
     def to_text(self, layout: bool = True) -> str:
+        cached = self._text
+        if cached is None:
+            cached = self._text = (self._make_text(True), self._make_text(False))
+        return cached[0] if layout else cached[1]
+
+    def _make_text(self, layout: bool) -> str:
         if self.element_type == "tuple":
             return "(" + ", ".join(s.to_text(layout) for s in self.tuple_shapes) + ")"
         if self.element_type in ("token", "opaque"):

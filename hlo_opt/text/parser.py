@@ -1,14 +1,20 @@
 """The fast HLO text parser.
 
-Lark cannot sit on the per-token hot path of big dumps (0.7 MB/s measured), so the common
-syntax is read by a hand-written scanner built on a few compiled regexes: one match for
-``[ROOT] name = shape opcode(``, a balanced-bracket jump to the closing paren, and
-attributes kept as verbatim text (typed on first use).  The grammar in ``hlo.lark`` is the
-reference; when this scanner rejects input, ``errors.report`` asks lark where and why, so
-users get lark's ``line:col: expected ...`` with the offending line and a caret.
+Lark cannot sit on the hot path of big dumps (well under 1 MB/s), so text is read by a
+scanner built on compiled regexes.  Each instruction is first tried against one regex
+that covers the canonical one-line form (``[ROOT] %name = shape opcode(operands),
+attr=value, ...``); anything else (multi-line instructions, deep nesting, omitted shapes,
+spaced values) goes through the general scanner below, which also produces the errors.
+Attributes stay verbatim text (typed on first use).
+
+The grammar in ``hlo.lark`` is the reference: when the scanner rejects text, lark is asked
+where and why (``reference.diagnose``), so syntax errors read ``file:line:col: error:
+expected ',' or ')'`` with the offending line and a caret; semantic errors (unknown
+operand, duplicate name, unknown opcode, parameter numbering) keep the scanner's message.
 """
 from __future__ import annotations
 
+import gc
 import re
 
 from ..errors import HloParseError
@@ -17,430 +23,596 @@ from ..ir.instruction import Instruction
 from ..ir.module import HloModule
 from ..ir.opcodes import CALLED_COMPUTATION_ATTRS, OPCODES
 from ..ir.shape import Shape, ShapeSyntaxError, parse_shape_at
+from ..ir.types import ELEMENT_TYPES
 from ..shape_inference import infer_shape
+from . import scan
+from .scan import NAME, ScanError, read_value, rx, split_modules, strip_comments
 
-_NAME = r"[A-Za-z_$][\w.\-$]*"
-_WS_RE = re.compile(r"\s*")
-_HEADER_RE = re.compile(r"\s*HloModule\s+(" + _NAME + r"|\"[^\"]*\")\s*:?")
-_COMP_RE = re.compile(r"\s*(ENTRY\s+)?%?(" + _NAME + r")\s*")
-_INST_RE = re.compile(r"\s*(ROOT\s+)?%?(" + _NAME + r")\s*=\s*")
-_SIMPLE_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)\[([0-9,]*)\](\{[0-9,]*\})?(?=\s)")
-_OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-]*)\s*\(")
-_ATTR_NAME_RE = re.compile(r"\s*,\s*([A-Za-z_][\w\-]*)\s*=\s*")
-_SIMPLE_VALUE_RE = re.compile(r"[^\s,{}()\[\]\"<]+(?=[\s,}]|$)")
-_SPECIAL_RE = re.compile(r"[(){}\[\]\"]")
-_OPERAND_NAME_RE = re.compile(r"(?<![^\s,(])%?(" + _NAME + r")\s*(?=,|$)")
-_COMMENT_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|/\*.*?\*/|//[^\n]*', re.S)
+__all__ = ["parse_hlo", "parse_hlo_modules", "split_modules", "strip_comments"]
+
+_CALLED = frozenset(CALLED_COMPUTATION_ATTRS)
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_SPLIT_RE = re.compile(r"^[ \t]*//[ \t]*-----[ \t]*$", re.M)
+
+# ---- the one-line fast path ------------------------------------------------------------
+_STR = r'"(?:[^"\\\n]++|\\.)*+"'
+# Shapes are only delimited here: their text is parsed (and cached) by Shape.parse.
+_SHAPE = r"(?:[a-z][a-z0-9]*\[[0-9,<=?]*+\](?:\{[^{}\n]*+\})?|\([^()\n]*+\))"
+_PLAIN = r"[^{}()\[\]\"\n]"
+_GROUPS = r"\[" + _PLAIN + r"*+\]|\(" + _PLAIN + r"*+\)"
+_B0 = r"\{(?:" + _PLAIN + "++|" + _STR + "|" + _GROUPS + r")*+\}"
+_B1 = r"\{(?:" + _PLAIN + "++|" + _STR + "|" + _GROUPS + "|" + _B0 + r")*+\}"
+_B2 = r"\{(?:" + _PLAIN + "++|" + _STR + "|" + _GROUPS + "|" + _B1 + r")*+\}"
+_VALUE = r"(?:[\w.$@+\-%<>=:*#!~^|&?]++|" + _STR + "|" + _B2 + ")"
+_ATTR_ITEM = r"[ \t]*,[ \t]*(" + NAME + r")[ \t]*=[ \t]*(" + _VALUE + ")"
+_ATTR_ITEM_NC = r"[ \t]*,[ \t]*" + NAME + r"[ \t]*=[ \t]*" + _VALUE
+_PCT_OPERAND = r"[ \t]*(?:" + _SHAPE + r"[ \t]+)?%" + NAME + r"[ \t]*"
+_BARE_OPERAND = r"[ \t]*(?:" + _SHAPE + r"[ \t]+)?" + NAME + r"[ \t]*"
+# groups: ROOT, name, shape, opcode, operands (every one written %name) | operands (none
+# with '%') | any other payload (literals, mixed lists: the general scanner), attributes
+_FAST_INST_RE = rx(
+    r"[ \t\n]*(ROOT[ \t]+)?%?(" + NAME + r")[ \t]*=[ \t]*(" + _SHAPE + r")[ \t]+"
+    r"([a-z][a-z0-9\-]*)\("
+    r"(?:((?>" + _PCT_OPERAND + r"(?:," + _PCT_OPERAND + r")*))(?=\))"
+    r"|((?>" + _BARE_OPERAND + r"(?:," + _BARE_OPERAND + r")*|[ \t]*))(?=\))"
+    r"|((?:[^()\"\n]++|\([^()\"\n]*+\))*+))\)"
+    r"((?:" + _ATTR_ITEM_NC + r")*+)[ \t]*(?=\n|\Z)")
+_ATTR_ITEM_RE = rx(_ATTR_ITEM)
+_PCT_NAME_RE = rx(r"%(" + NAME + ")")
+_OPERAND_NAME_RE = rx(r"(?:^|,)[ \t]*(?:" + _SHAPE + r"[ \t]+)?(" + NAME + ")")
+_OPERAND_SHAPE_RE = rx(r"(?:^|,)[ \t]*(" + _SHAPE + r")[ \t]+")
+# A computation signature in the canonical form (no layouts, tuples nested up to 3 deep);
+# anything else goes through parse_signature.
+_DIM = r"(?:\d+|<=\d+|\?)"
+_SIG_ARRAY = r"(?:" + "|".join(sorted(ELEMENT_TYPES, key=len, reverse=True)) + r")\[(?:" + \
+    _DIM + r"(?:," + _DIM + r")*)?\]"
 
 
-class _Fail(Exception):
-    def __init__(self, pos: int, what: str):
-        super().__init__(what)
-        self.pos = pos
-        self.what = what
+def _tuple_of(elem: str) -> str:
+    return r"\((?:\s*" + elem + r"(?:\s*,\s*" + elem + r")*)?\s*\)"
 
 
-def strip_comments(text: str) -> str:
-    """Blank out comments (keeping offsets and newlines) outside string literals."""
-    if "\r" in text:
-        text = text.replace("\r", " ")
-    if "//" not in text and "/*" not in text:
-        return text
+_SIG_SHAPE = _SIG_ARRAY
+for _ in range(3):
+    _SIG_SHAPE = r"(?:" + _SIG_ARRAY + "|" + _tuple_of(_SIG_SHAPE) + ")"
+_SIG_PARAM = r"%?" + NAME + r"\s*:\s*" + _SIG_SHAPE
+_SIGNATURE_RE = rx(r"\((?:\s*" + _SIG_PARAM + r"(?:\s*,\s*" + _SIG_PARAM + r")*)?\s*\)"
+                           r"\s*->\s*" + _SIG_SHAPE + r"\s*")
+_COUNTING = [str(i) for i in range(4096)]
+_BALANCED = r"[^{}]*+"
+for _ in range(8):  # literals nest one brace per dimension
+    _BALANCED = r"(?:[^{}]++|\{" + _BALANCED + r"\})*+"
+_BALANCED_BRACES_RE = rx(_BALANCED)
+_LITERAL_OPS = frozenset({"constant", "parameter"})
+_SPECIAL_ATTRS = frozenset(CALLED_COMPUTATION_ATTRS) | {"control-predecessors"}
 
-    def blank(m):
-        s = m.group(0)
-        if s[0] == '"':
-            return s
-        return re.sub(r"[^\n]", " ", s)
-
-    return _COMMENT_RE.sub(blank, text)
-
-
-def find_closing(text: str, pos: int) -> int:
-    """``text[pos]`` is an opening bracket; return the offset just past its partner."""
-    depth = 0
-    it = _SPECIAL_RE.finditer(text, pos)
-    for m in it:
-        c = m.group(0)
-        if c == '"':
-            end = _skip_string(text, m.start())
-            # restart the scan after the string
-            return _continue_closing(text, end, depth)
-        if c in "({[":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.end()
-    raise _Fail(pos, "unbalanced bracket")
-
-
-def _continue_closing(text: str, pos: int, depth: int) -> int:
-    while True:
-        m = _SPECIAL_RE.search(text, pos)
-        if m is None:
-            raise _Fail(pos, "unbalanced bracket")
-        c = m.group(0)
-        if c == '"':
-            pos = _skip_string(text, m.start())
-            continue
-        if c in "({[":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.end()
-        pos = m.end()
-
-
-def _skip_string(text: str, pos: int) -> int:
-    i = pos + 1
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == '"':
-            return i + 1
-        if c == "\n":
-            break
-        i += 1
-    raise _Fail(pos, "unterminated string")
-
-
-def _read_value(text: str, pos: int) -> int:
-    """End offset of an attribute value starting at ``pos``."""
-    m = _SIMPLE_VALUE_RE.match(text, pos)
-    if m:
-        end = m.end()
-        if end >= len(text) or text[end] not in "{[(<\"":
-            return end
-    n = len(text)
-    i = pos
-    while i < n:
-        c = text[i]
-        if c in "({[":
-            i = find_closing(text, i)
-        elif c == '"':
-            i = _skip_string(text, i)
-        elif c in " \t\n,}":
-            break
-        elif c in ")]":
-            raise _Fail(i, f"unexpected '{c}'")
-        else:
-            i += 1
-    if i == pos:
-        raise _Fail(pos, "expected an attribute value")
-    return i
+# ---- the general scanner -----------------------------------------------------------------
+_WS_RE = rx(r"\s*")
+_HEADER_RE = rx(r"HloModule(?![\w.\-$])\s*(?:(" + NAME + r")|(\"(?:[^\"\\\n]|\\.)*\"))?")
+_COMP_RE = rx(r"(ENTRY\s+)?(%?)(" + NAME + r")\s*")
+_INST_RE = rx(r"(ROOT\s+)?%?(" + NAME + r")\s*=\s*")
+_OPCODE_RE = rx(r"\s*([a-z][a-z0-9\-]*)\s*\(")
+_ATTR_NAME_RE = rx(r"\s*,\s*(" + NAME + r")\s*=\s*")
+_PARAM_RE = rx(r"\s*%?(" + NAME + r")\s*:\s*")
+_BARE_OPERAND_RE = rx(r"\s*%?(" + NAME + r")\s*")
+_SPACED_LAYOUT_RE = rx(r"[ \t]+\{(?=\s*[\d:}])")
+_TABLE_RE = rx(r"(FileNames|FunctionNames|FileLocations|StackFrames)(?![\w.\-$])")
+_TABLE_ROW_RE = rx(r"\s*[-+]?\d+[ \t]+")
+_SHAPE_CACHE_LIMIT = 100_000
+_shapes: dict[str, Shape] = {}
 
 
 class _Parser:
     def __init__(self, text: str, filename: str, base_line: int = 0):
         self.raw = text
-        self.text = strip_comments(text)
         self.filename = filename
         self.base_line = base_line
+        self.comp_starts = [0]  # where computations start: lark re-reads from there
+        self.omitted: dict[Instruction, int] = {}  # instructions written without a shape
+        self.text = strip_comments(text)
 
-    # ---- errors -----------------------------------------------------------------------
+    # ---- errors -------------------------------------------------------------------------
     def error(self, pos: int, what: str) -> HloParseError:
-        line = self.raw.count("\n", 0, pos) + 1
-        start = self.raw.rfind("\n", 0, pos) + 1
-        end = self.raw.find("\n", pos)
-        src = self.raw[start:end if end >= 0 else len(self.raw)]
+        raw = self.raw
+        pos = max(0, min(pos, len(raw)))
+        line = raw.count("\n", 0, pos) + 1
+        start = raw.rfind("\n", 0, pos) + 1
+        end = raw.find("\n", pos)
+        src = raw[start:end if end >= 0 else len(raw)]
         return HloParseError(what, self.filename, line + self.base_line, pos - start + 1, src)
 
     def skip_ws(self, pos: int) -> int:
         return _WS_RE.match(self.text, pos).end()
 
     def shape_at(self, pos: int) -> tuple[Shape, int]:
-        m = _SIMPLE_SHAPE_RE.match(self.text, pos)
-        if m:
-            key = m.group(0)
-            shape = _SIMPLE_SHAPES.get(key)
-            if shape is None:
-                shape = Shape.parse(key)
-                _SIMPLE_SHAPES[key] = shape
-            return shape, m.end()
+        text = self.text
         try:
-            return parse_shape_at(self.text, pos)
+            shape, end = parse_shape_at(text, pos)
+            m = _SPACED_LAYOUT_RE.match(text, end)
+            if m and shape.is_array() and shape.layout is None and shape.rank:
+                # `f32[2] {1,0}`: XLA's lexer skips the space; parse the shape without it
+                close = scan.find_closing(text, m.end() - 1)
+                start = _WS_RE.match(text, pos).end()
+                shape = Shape.parse(text[start:end] + text[m.end() - 1:close])
+                end = close
+            return shape, end
         except ShapeSyntaxError as e:
-            raise _Fail(e.offset, e.what) from None
+            raise ScanError(e.offset if e.offset >= pos else pos, e.what) from None
+        except (ValueError, IndexError):
+            raise ScanError(pos, "bad shape") from None
 
-    # ---- module -----------------------------------------------------------------------
+    # ---- module -------------------------------------------------------------------------
     def parse_module(self) -> HloModule:
         text = self.text
-        pos = self.skip_ws(0)
-        m = _HEADER_RE.match(text, pos)
         module = HloModule("")
         module.filename = self.filename
+        pos = self.skip_ws(0)
+        m = _HEADER_RE.match(text, pos)
         if m:
-            module.name = m.group(1).strip('"')
-            pos = m.end()
-            while True:
-                am = _ATTR_NAME_RE.match(text, pos)
-                if not am:
-                    break
-                vstart = am.end()
-                vend = _read_value(text, vstart)
-                module.header_attrs[am.group(1)] = text[vstart:vend]
-                pos = vend
+            if m.group(1) is None and m.group(2) is None:
+                raise ScanError(m.end(), "expected the module name after 'HloModule'")
+            module.name = m.group(1) or m.group(2)[1:-1]
+            pos = self.skip_ws(m.end())
+            if text.startswith(":", pos):
+                pos += 1
+            pos = self.parse_attrs(pos, module.header_attrs, multi=False)
             pos = self.parse_stack_frames(module, pos)
-        pending: list[tuple[Instruction, str, list[str], int]] = []
+        pending: list = []
         comps: dict[str, Computation] = {}
         entry = None
+        infer: list[Computation] = []
         while True:
             pos = self.skip_ws(pos)
             if pos >= len(text):
                 break
-            comp, pos, refs = self.parse_computation(module, pos)
+            self.comp_starts.append(pos)
+            comp, pos, needs_inference = self.parse_computation(module, pos, pending)
             if comp.name in comps:
-                raise _Fail(pos, f"computation '{comp.name}' is defined twice")
+                raise ScanError(self.comp_starts[-1], f"computation '{comp.name}' is defined twice",
+                                semantic=True)
             comps[comp.name] = comp
-            pending.extend(refs)
+            if needs_inference:
+                infer.append(comp)
             if comp.is_entry:
                 if entry is not None:
-                    raise _Fail(pos, "more than one ENTRY computation")
+                    raise ScanError(self.comp_starts[-1], "more than one ENTRY computation",
+                                    semantic=True)
                 entry = comp
         if not comps:
-            raise _Fail(pos, "expected a computation")
+            raise ScanError(pos, "expected a computation")
         if entry is None:
             entry = list(comps.values())[-1]
             entry.is_entry = True
         module.entry = entry
+        module.computations = list(comps.values())
         if not module.name:
             module.name = entry.name
         for inst, attr, names, apos in pending:
             try:
                 inst.called = [comps[n] for n in names]
             except KeyError as e:
-                raise _Fail(apos, f"unknown computation '{e.args[0]}' in {attr}=") from None
-        module.computations = list(comps.values())
+                pos = text.find(attr, apos)
+                raise ScanError(pos if pos >= 0 else apos,
+                                f"unknown computation '%{e.args[0]}' in {attr}=",
+                                semantic=True) from None
+        if infer:
+            self.infer_shapes(module, set(infer))
         return module
 
-    def parse_stack_frames(self, module: HloModule, pos: int) -> int:
+    def parse_attrs(self, pos: int, into: dict, multi: bool) -> int:
         text = self.text
-        start = self.skip_ws(pos)
-        if not text.startswith(_STACK_TABLES, start):
-            return pos
-        p = start
         while True:
-            q = self.skip_ws(p)
-            if text.startswith(_STACK_TABLES, q):
-                p = text.find("\n", q)
-                p = len(text) if p < 0 else p
-                continue
-            m = re.match(r"[ \t]*\d+[ \t]+", text[q:q + 32]) if q < len(text) else None
-            if m and text[q].isdigit():
-                p = text.find("\n", q)
-                p = len(text) if p < 0 else p
-                continue
-            break
+            am = _ATTR_NAME_RE.match(text, pos)
+            if not am:
+                return pos
+            vend = read_value(text, am.end(), multi)
+            into[am.group(1)] = text[am.end():vend]
+            pos = vend
+
+    def parse_stack_frames(self, module: HloModule, pos: int) -> int:
+        """FileNames / FunctionNames / FileLocations / StackFrames tables, kept verbatim."""
+        text = self.text
+        start = p = self.skip_ws(pos)
+        while True:
+            tm = _TABLE_RE.match(text, p)
+            if not tm:
+                break
+            table = tm.group(1)
+            p = self.skip_ws(p + len(table))
+            while True:
+                rm = _TABLE_ROW_RE.match(text, p)
+                if not rm:
+                    break
+                q = rm.end()
+                if table in ("FileNames", "FunctionNames"):
+                    if not text.startswith('"', q):
+                        raise ScanError(q, f"expected a quoted string in the {table} table")
+                    q = scan.skip_string(text, q)
+                else:
+                    if not text.startswith("{", q):
+                        raise ScanError(q, f"expected '{{' in the {table} table")
+                    q = scan.find_closing(text, q)
+                p = self.skip_ws(q)
+        if p == start:
+            return pos
         module.stack_frames = "\n".join(
             line.strip() for line in self.raw[start:p].splitlines() if line.strip())
         return p
 
-    # ---- computation ------------------------------------------------------------------
-    def parse_computation(self, module: HloModule, pos: int):
+    # ---- computation --------------------------------------------------------------------
+    def parse_computation(self, module: HloModule, pos: int, pending: list):
         text = self.text
         m = _COMP_RE.match(text, pos)
-        if not m or m.group(2) in ("HloModule", "ROOT"):
-            raise _Fail(pos, "expected a computation (name {...})")
-        comp = Computation(m.group(2))
+        if not m or m.group(3) in ("HloModule", "ROOT") or (
+                not m.group(2) and m.group(3) in _STACK_TABLES):
+            raise ScanError(pos, "expected a computation ('name {' or 'ENTRY name {')")
+        comp = Computation(m.group(3))
         comp.module = module
         comp.is_entry = bool(m.group(1))
         pos = m.end()
         if text.startswith("(", pos):
-            pos = find_closing(text, pos)
-            pos = self.skip_ws(pos)
-            if not text.startswith("->", pos):
-                raise _Fail(pos, "expected '->' after the computation's parameters")
-            _, pos = self.shape_at(pos + 2)
-            pos = self.skip_ws(pos)
-        if text.startswith(",", pos):
-            am = _ATTR_NAME_RE.match(text, pos)
-            if not am or am.group(1) != "execution_thread":
-                raise _Fail(pos, "expected execution_thread=")
-            vend = _read_value(text, am.end())
-            comp.execution_thread = text[am.end():vend].strip('"')
-            pos = self.skip_ws(vend)
+            pos = self.parse_signature(pos)
+        pos = self.computation_attrs(comp, pos)
         if not text.startswith("{", pos):
-            raise _Fail(pos, "expected '{' to open the computation")
-        pos += 1
+            raise ScanError(pos, "expected '{' to open the computation")
+        comp, pos, needs_inference = self.parse_body(comp, module, pos + 1, pending)
+        return comp, self.computation_attrs(comp, pos), needs_inference
+
+    def computation_attrs(self, comp: Computation, pos: int) -> int:
+        """``, execution_thread="..."`` (after the closing brace, as XLA prints it, or
+        before the opening one)."""
+        text = self.text
+        attrs: dict[str, str] = {}
+        end = self.parse_attrs(pos, attrs, multi=False)
+        for key, value in attrs.items():
+            if key != "execution_thread":
+                raise ScanError(text.find(key, pos), f"unknown computation attribute '{key}'")
+            if not value.startswith('"'):
+                raise ScanError(text.find(value, pos), "expected a string")
+            comp.execution_thread = value[1:-1]
+        return self.skip_ws(end) if attrs else pos
+
+    def parse_signature(self, pos: int) -> int:
+        text = self.text
+        m = _SIGNATURE_RE.match(text, pos)
+        if m:
+            return m.end()
+        pos = self.skip_ws(pos + 1)
+        if not text.startswith(")", pos):
+            while True:
+                pm = _PARAM_RE.match(text, pos)
+                if not pm:
+                    raise ScanError(self.skip_ws(pos), "expected a parameter 'name: shape'")
+                _, pos = self.shape_at(pm.end())
+                pos = self.skip_ws(pos)
+                if text.startswith(",", pos):
+                    pos += 1
+                    continue
+                if not text.startswith(")", pos):
+                    raise ScanError(pos, "expected ',' or ')'")
+                break
+        pos = self.skip_ws(pos + 1)
+        if not text.startswith("->", pos):
+            raise ScanError(pos, "expected '->' after the computation's parameters")
+        _, pos = self.shape_at(pos + 2)
+        return self.skip_ws(pos)
+
+    def parse_body(self, comp: Computation, module: HloModule, pos: int, pending: list):
+        text = self.text
+        fast = _FAST_INST_RE.match
+        attr_items = _ATTR_ITEM_RE.findall
+        operand_names = _OPERAND_NAME_RE.findall
+        pct_names = _PCT_NAME_RE.findall
+        operand_shapes = _OPERAND_SHAPE_RE.findall
+        special = _SPECIAL_ATTRS
+        literal_ops = _LITERAL_OPS
+        shapes = _shapes
+        opcodes = OPCODES
         by_name: dict[str, Instruction] = {}
-        operand_names: list[tuple[Instruction, list[str], int]] = []
-        ctrl: list[tuple[Instruction, list[str], int]] = []
-        refs = []
+        get_inst = by_name.__getitem__
+        later: list = []  # (inst, operand names, position): operands defined further down
+        ctrl: list = []
+        params: list = []
         root = None
-        last = None
+        needs_inference = False
         while True:
+            m = fast(text, pos)
+            if m is not None:
+                is_root, name, shape_text, opcode, pct, bare, other, attr_text = m.groups()
+                shape = shapes.get(shape_text) or _cached_shape(shape_text)
+                names = None
+                if shape is not None and opcode in opcodes and name not in by_name:
+                    oplist = pct if pct is not None else bare
+                    if opcode in literal_ops:
+                        payload = (other if oplist is None else oplist).strip()
+                        if "{" not in payload or _BALANCED_BRACES_RE.fullmatch(payload):
+                            names = ()
+                    elif oplist is not None:
+                        payload = ""
+                        if "[" in oplist or "(" in oplist:
+                            names = pct_names(oplist) if pct is not None else operand_names(oplist)
+                            for st in operand_shapes(oplist):
+                                if st not in shapes and _cached_shape(st) is None:
+                                    names = None
+                        elif pct is not None:
+                            names = pct_names(oplist)
+                        else:
+                            names = [n.strip() for n in oplist.split(",")] if oplist.strip() \
+                                else ()
+                if attr_text and names is not None:
+                    pairs = attr_items(attr_text)
+                    attrs = dict(pairs)
+                    if len(attrs) != len(pairs):
+                        names = None  # a duplicate: the general scanner reports it
+                else:
+                    pairs = attrs = {}
+                if names is not None:
+                    try:
+                        ops = list(map(get_inst, names)) if names else ()
+                    except KeyError:
+                        ops = None
+                    inst = Instruction(opcode, shape, ops or (), attrs, name, payload)
+                    if ops is None:
+                        later.append((inst, names, m.start(2)))
+                    if attrs and not special.isdisjoint(attrs):
+                        self.called_attrs(inst, pairs, m.start(8), pending, ctrl, m.start(2))
+                    if opcode == "parameter":
+                        params.append(inst)
+                    by_name[name] = inst
+                    inst.parent = comp
+                    if is_root:
+                        if root is not None:
+                            raise ScanError(m.start(1), "more than one ROOT in a computation",
+                                            semantic=True)
+                        root = inst
+                    pos = m.end()
+                    continue
+            # the general scanner: anything the one-line form does not cover, and errors
             pos = self.skip_ws(pos)
             if text.startswith("}", pos):
                 pos += 1
                 break
             if pos >= len(text):
-                raise _Fail(pos, "expected '}' to close the computation")
-            inst, is_root, names, npos, cref, cnames, pos = self.parse_instruction(pos)
+                raise ScanError(pos, "expected '}' to close the computation")
+            inst, is_root, names, npos, pos = self.parse_instruction(pos, pending, ctrl)
             if inst.name in by_name:
-                raise _Fail(npos, f"instruction '{inst.name}' is defined twice")
-            by_name[inst.name] = inst
+                raise ScanError(npos, f"instruction '{inst.name}' is defined twice",
+                                semantic=True)
             if names:
-                operand_names.append((inst, names, npos))
-            if cref:
-                refs.append(cref)
-            if cnames:
-                ctrl.append((inst, cnames, npos))
+                later.append((inst, names, npos))
+            if inst.shape is None:
+                needs_inference = True
+                self.omitted[inst] = npos
+            if inst.opcode == "parameter":
+                params.append(inst)
+            by_name[inst.name] = inst
+            inst.parent = comp
             if is_root:
                 if root is not None:
-                    raise _Fail(npos, "more than one ROOT in a computation")
+                    raise ScanError(npos, "more than one ROOT in a computation", semantic=True)
                 root = inst
-            inst.parent = comp
-            comp._instructions[inst] = None
-            module._names.add(inst.name)
-            last = inst
-        if last is None:
-            raise _Fail(pos - 1, "computation has no instructions")
-        for inst, names, npos in operand_names:
+        if not by_name:
+            raise ScanError(pos - 1, "a computation needs at least one instruction")
+        for inst, names, npos in later:
             try:
-                ops = [by_name[n] for n in names]
+                inst.set_operands([by_name[n] for n in names])
             except KeyError as e:
-                raise _Fail(npos, f"instruction '{inst.name}' uses unknown operand "
-                            f"'%{e.args[0]}'") from None
-            inst.operands = ops
-            for op in ops:
-                op._users[inst] = None
-        for inst, names, npos in operand_names + [(i, [], 0) for i in comp._instructions]:
-            if inst.shape is None:
-                try:
-                    inst.shape = infer_shape(inst)
-                except Exception as e:  # noqa: BLE001 - any failure means "cannot infer"
-                    raise _Fail(npos, f"cannot infer the shape of '{inst.name}'; write it "
-                                f"out ({e})") from None
+                raise ScanError(npos, f"instruction '{inst.name}' uses unknown operand "
+                                      f"'%{e.args[0]}'", semantic=True) from None
         for inst, names, npos in ctrl:
             try:
                 inst.control_predecessors = [by_name[n] for n in names]
             except KeyError as e:
-                raise _Fail(npos, f"unknown control predecessor '%{e.args[0]}'") from None
-        comp.root = root if root is not None else last
-        params = [i for i in comp._instructions if i.opcode == "parameter"]
+                raise ScanError(npos, f"unknown control predecessor '%{e.args[0]}'",
+                                semantic=True) from None
+        comp._instructions = dict.fromkeys(by_name.values())
+        module._names.update(by_name)
+        comp.root = root if root is not None else next(reversed(by_name.values()))
         if params:
-            numbers = {}
-            for p in params:
-                try:
-                    n = int(p.payload)
-                except ValueError:
-                    raise _Fail(pos, f"parameter '{p.name}' needs a number") from None
-                if n in numbers:
-                    raise _Fail(pos, f"parameter number {n} is used twice in '{comp.name}'")
-                numbers[n] = p
-            if sorted(numbers) != list(range(len(numbers))):
-                raise _Fail(pos, f"parameter numbers of '{comp.name}' are not 0..{len(numbers) - 1}")
-            comp.parameters = [numbers[i] for i in range(len(numbers))]
-        return comp, pos, refs
+            comp.parameters = self.number_parameters(comp, params)
+        return comp, pos, needs_inference
 
-    # ---- instruction ------------------------------------------------------------------
-    def parse_instruction(self, pos: int):
+    def number_parameters(self, comp: Computation, params: list) -> list[Instruction]:
+        """``params`` in the order written; return them by number, checking 0..n-1."""
+        n = len(params)
+        if n <= len(_COUNTING) and [p.payload for p in params] == _COUNTING[:n]:
+            return params  # written in order: the common case
+        numbers: dict[int, Instruction] = {}
+        for p in params:
+            payload = p.payload
+            if not (payload.isascii() and payload.isdigit()):
+                raise ScanError(self.position_of(p), f"parameter '{p.name}' needs a number, "
+                                "e.g. parameter(0)", semantic=True)
+            k = int(payload)
+            if k in numbers:
+                raise ScanError(self.position_of(p), f"parameter number {k} is used twice in "
+                                f"'{comp.name}'", semantic=True)
+            numbers[k] = p
+        if n - 1 != max(numbers):
+            missing = min(set(range(n)) - set(numbers))
+            last = max(numbers.values(), key=lambda p: int(p.payload))
+            raise ScanError(self.position_of(last), f"parameter numbers of '{comp.name}' must "
+                            f"be 0...{n - 1}; parameter({missing}) is missing", semantic=True)
+        return [numbers[i] for i in range(n)]
+
+    def position_of(self, inst: Instruction) -> int:
+        """Offset of ``inst``'s name where it is defined (error paths only)."""
+        m = rx(r"(?:^|\s)%?(" + re.escape(inst.name) + r")\s*=").search(
+            self.text, self.comp_starts[-1])
+        return m.start(1) if m else self.comp_starts[-1]
+
+    # ---- instructions -------------------------------------------------------------------
+    def called_attrs(self, inst, pairs, attr_pos, pending, ctrl, npos) -> None:
+        """Called computations and control predecessors of a one-line instruction: kept
+        as references (resolved later), with a placeholder where they were written."""
+        attrs = inst.attrs
+        for key, value in pairs:
+            if key in _SPECIAL_ATTRS:
+                if inst.called_attr is not None and key in _CALLED:
+                    del attrs[key]  # the second of condition=/body=: printed with the first
+                self.special_attr(inst, key, value, attr_pos, pending, ctrl, npos)
+
+    def special_attr(self, inst, key, value, vpos, pending, ctrl, npos) -> None:
+        names = [n.strip().lstrip("%") for n in value.strip("{} ").split(",") if n.strip()]
+        if key == "control-predecessors":
+            ctrl.append((inst, names, npos))
+            inst.attrs[key] = ""
+            return
+        if inst.called_attr is None:
+            inst.called_attr = key
+            inst.attrs[key] = ""
+            pending.append((inst, key, names, vpos))
+        else:  # while (condition, body), select-and-scatter, pred conditional
+            prev = inst.called_attr
+            prev = prev if isinstance(prev, tuple) else (prev,)
+            inst.called_attr = prev + (key,)
+            for i in range(len(pending) - 1, -1, -1):
+                if pending[i][0] is inst:
+                    p = pending[i]
+                    pending[i] = (p[0], p[1], p[2] + names, p[3])
+                    break
+
+    def parse_instruction(self, pos: int, pending: list, ctrl: list):
         text = self.text
         m = _INST_RE.match(text, pos)
         if not m:
-            raise _Fail(self.skip_ws(pos), "expected an instruction 'name = shape opcode(...)'")
+            raise ScanError(pos, "expected an instruction 'name = shape opcode(...)' or '}'")
         npos = m.start(2)
         name = m.group(2)
         om = _OPCODE_RE.match(text, m.end())
         if om and om.group(1) in OPCODES:
-            shape = None  # omitted: inferred from the operands once they are resolved
+            shape = None  # omitted: inferred once operands and callees are resolved
         else:
             shape, pos = self.shape_at(m.end())
             om = _OPCODE_RE.match(text, pos)
         if not om:
-            raise _Fail(self.skip_ws(pos), "expected an opcode followed by '('")
+            raise ScanError(self.skip_ws(pos), "expected an opcode followed by '('")
         opcode = om.group(1)
         if opcode not in OPCODES:
-            raise _Fail(om.start(1), f"unknown opcode '{opcode}'")
+            raise ScanError(om.start(1), f"unknown opcode '{opcode}'", semantic=True)
         open_pos = om.end() - 1
-        close = find_closing(text, open_pos)
-        inner = text[open_pos + 1:close - 1]
-        payload = ""
+        close = scan.find_closing(text, open_pos)
         names: list[str] = []
+        payload = ""
         if opcode in ("constant", "parameter"):
+            inner = text[open_pos + 1:close - 1]
             payload = " ".join(inner.split()) if "\n" in inner else inner.strip()
-        elif inner.strip():
-            if "[" not in inner and "(" not in inner:
-                names = [s.strip().lstrip("%") for s in inner.split(",")]
-                if any(not s for s in names):
-                    raise _Fail(open_pos + 1, "empty operand")
-            else:
-                names = _OPERAND_NAME_RE.findall(inner.strip())
-                if not names:
-                    raise _Fail(open_pos + 1, "bad operand list")
+        else:
+            names = self.parse_operands(open_pos + 1, close - 1)
         inst = Instruction(opcode, shape, (), {}, name, payload)
         pos = close
         attrs = inst.attrs
-        cref = None
-        cnames = None
         while True:
             am = _ATTR_NAME_RE.match(text, pos)
             if not am:
                 break
             key = am.group(1)
             vstart = am.end()
-            vend = _read_value(text, vstart)
+            vend = read_value(text, vstart)
             value = text[vstart:vend]
-            if "\n" in value and key not in ("backend_config",):
-                value = " ".join(value.split()) if not value.startswith('"') else value
-            if key in CALLED_COMPUTATION_ATTRS:
-                refnames = [n.strip().lstrip("%") for n in value.strip("{} ").split(",")
-                            if n.strip()]
-                if cref is None:
-                    inst.called_attr = key
-                    cref = (inst, key, refnames, vstart)
-                    attrs[key] = ""
-                else:  # while (condition, body), select-and-scatter, pred conditional
-                    prev = inst.called_attr
-                    prev = prev if isinstance(prev, tuple) else (prev,)
-                    inst.called_attr = prev + (key,)
-                    cref = (inst, cref[1], cref[2] + refnames, cref[3])
-            elif key == "control-predecessors":
-                cnames = [n.strip().lstrip("%") for n in value.strip("{} ").split(",")
-                          if n.strip()]
-                attrs[key] = ""
+            if "\n" in value and key != "backend_config" and not value.startswith('"'):
+                value = " ".join(value.split())
+            if key in _CALLED or key == "control-predecessors":
+                self.special_attr(inst, key, value, vstart, pending, ctrl, npos)
+            elif key in attrs:
+                raise ScanError(am.start(1), f"attribute '{key}' is given twice",
+                                semantic=True)
             else:
-                if key in attrs:
-                    raise _Fail(am.start(1), f"attribute '{key}' given twice")
                 attrs[key] = value
             pos = vend
-        return inst, bool(m.group(1)), names, npos, cref, cnames, pos
+        return inst, bool(m.group(1)), names, npos, pos
+
+    def parse_operands(self, start: int, end: int) -> list[str]:
+        """Operand names between the parens: ``a, b`` or ``f32[2]{0} %a, s32[] %b``."""
+        text = self.text
+        if start >= end or text[start:end].isspace():
+            return []
+        names = []
+        pos = start
+        while True:
+            m = _BARE_OPERAND_RE.match(text, pos, end)
+            if m and (m.end() == end or text[m.end()] == ","):
+                names.append(m.group(1))
+                pos = m.end()
+            else:
+                p = self.skip_ws(pos)
+                if p >= end or text[p] == ",":
+                    raise ScanError(p, "expected an operand")
+                shape, p = self.shape_at(p)
+                m = _BARE_OPERAND_RE.match(text, p, end)
+                if not m or not m.group(1) or (m.end() < end and text[m.end()] != ","):
+                    raise ScanError(self.skip_ws(p), "expected an operand name")
+                names.append(m.group(1))
+                pos = m.end()
+            if pos >= end:
+                return names
+            pos += 1  # the comma
+
+    # ---- omitted shapes -----------------------------------------------------------------
+    def infer_shapes(self, module: HloModule, comps: set) -> None:
+        for comp in module.computation_post_order():
+            if comp not in comps:
+                continue
+            for inst in comp.post_order():
+                if inst.shape is not None:
+                    continue
+                try:
+                    inst.shape = infer_shape(inst)
+                except Exception as e:  # noqa: BLE001 - any failure means "write it out"
+                    why = str(e) if type(e).__name__ in ("CannotInfer", "ShapeError") \
+                        else f"{type(e).__name__}: {e}"
+                    raise ScanError(self.omitted.get(inst, 0),
+                                    f"cannot infer the shape of '{inst.name}' ({why}); "
+                                    "write the shape out", semantic=True) from None
 
 
-_SIMPLE_SHAPES: dict[str, Shape] = {}
-
-
-def split_modules(text: str) -> list[tuple[str, int]]:
-    """Split on ``// -----`` lines; return (chunk, line offset) pairs."""
-    if "-----" not in text:
-        return [(text, 0)]
-    chunks = []
-    last = 0
-    line = 0
-    for m in _SPLIT_RE.finditer(text):
-        chunks.append((text[last:m.start()], line))
-        line += text.count("\n", last, m.end())
-        last = m.end()
-    chunks.append((text[last:], line))
-    return [(c, ln) for c, ln in chunks if c.strip()]
+def _cached_shape(text: str) -> Shape | None:
+    try:
+        shape = Shape.parse(text)
+    except (ValueError, IndexError, RecursionError):
+        return None  # the general scanner reports it
+    if len(_shapes) < _SHAPE_CACHE_LIMIT:
+        _shapes[text] = shape
+    return shape
 
 
 def parse_hlo(text: str, filename: str = "<string>", base_line: int = 0) -> HloModule:
     """Parse one module.  Raises HloParseError with file:line:col, the line and a caret."""
-    parser = _Parser(text, filename, base_line)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the parse allocates millions of objects and frees none of them
+    parser = None
     try:
+        parser = _Parser(text, filename, base_line)
         return parser.parse_module()
-    except _Fail as f:
-        raise parser.error(f.pos, f.what) from None
+    except ScanError as f:
+        failure = (f.pos, f.what, f.semantic)
     except RecursionError:
-        raise parser.error(0, "input nests too deeply") from None
+        failure = (0, "input nests too deeply", False)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if parser is None:  # strip_comments failed before the parser existed
+        parser = _Parser.__new__(_Parser)
+        parser.raw, parser.filename, parser.base_line, parser.comp_starts = \
+            text, filename, base_line, [0]
+    raise _report(parser, *failure) from None
+
+
+def _report(parser: _Parser, pos: int, what: str, semantic: bool) -> HloParseError:
+    """Ask the reference grammar where the text stops being HLO; keep the scanner's
+    message when the grammar accepts the text there (a semantic error)."""
+    if semantic:  # the grammar accepts these by construction
+        return parser.error(pos, what)
+    from .reference import diagnose
+    try:
+        # from the start of the computation holding the failure, or of the one before it
+        # when the failure is at a computation's first token (the cause may be earlier)
+        start = max(s for s in parser.comp_starts if s < pos) if pos > 0 else 0
+        found = diagnose(parser.raw, start, pos)
+    except Exception:  # noqa: BLE001 - the reporter must never hide the real error
+        found = None
+    if found is not None:
+        pos, what = found
+    return parser.error(pos, what)
 
 
 def parse_hlo_modules(text: str, filename: str = "<string>") -> list[HloModule]:

@@ -1,0 +1,337 @@
+"""The cost model: flops, transcendentals and bytes read / written per instruction, per
+fusion and per module (in the spirit of XLA's HloCostAnalysis / GpuHloCostAnalysis).
+
+* An unfused instruction reads its operands and writes its result, with XLA's exceptions:
+  slices, dynamic slices and gathers read only what they produce; a dynamic-update-slice
+  updates in place (reads and writes the update); bitcasts, tuples, get-tuple-element,
+  parameters and constants move nothing.
+* A fusion reads each operand once through its fused parameter (slices of it: only the
+  sliced part, XLA's FusionParameterReadBytes) and writes its outputs; its flops are the
+  sum over the fused instructions.
+* ``operand_utilization(inst, i)``: how many times each element of operand ``i`` is read
+  to produce the result (1 for elementwise uses, out/in for broadcasts, < 1 for slices,
+  the window for reduce-window), propagated through fused computations.
+
+``module_cost(module)`` adds up the kernel-level instructions of every computation that
+runs as kernels (not fused computations, not the scalar computations of reduce/sort/...):
+this is "bytes moved" in the kernel table.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from hlo_opt.ir.instruction import Instruction
+from hlo_opt.ir.opcodes import ELEMENTWISE
+from hlo_opt.ir.shape import Shape
+
+__all__ = ["Cost", "FREE_OPCODES", "TRANSCENDENTAL", "fusion_param_read_bytes",
+           "instruction_cost", "kernel_computations", "module_cost", "operand_utilization",
+           "shape_bytes", "value_shape"]
+
+TRANSCENDENTAL = frozenset({
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "power",
+    "rsqrt", "sqrt", "cbrt", "tanh", "tan", "sine", "cosine", "atan2", "erf", "acos", "acosh",
+    "asin", "asinh", "atan", "atanh", "cosh", "sinh"})
+
+# Instructions that move no data and launch no kernel.
+FREE_OPCODES = frozenset({
+    "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all",
+    "add-dependency", "opt-barrier", "partition-id", "replica-id", "domain"})
+
+
+@dataclass
+class Cost:
+    flops: float = 0.0
+    transcendentals: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+
+    @property
+    def bytes_accessed(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(self.flops + other.flops, self.transcendentals + other.transcendentals,
+                    self.bytes_read + other.bytes_read,
+                    self.bytes_written + other.bytes_written)
+
+    def to_json(self) -> dict:
+        return {"flops": self.flops, "transcendentals": self.transcendentals,
+                "bytes_read": self.bytes_read, "bytes_written": self.bytes_written}
+
+
+def shape_bytes(shape: Shape) -> int:
+    return shape.byte_size() if shape is not None else 0
+
+
+def _elements(shape: Shape) -> int:
+    return sum(s.num_elements() for s in shape.leaves() if s.is_array())
+
+
+def value_shape(inst: Instruction) -> Shape:
+    """The shape a library call produces, without the scratch / workspace buffers XLA
+    appends as trailing tuple elements of cuBLAS and cuDNN custom-calls."""
+    if inst.opcode == "custom-call" and inst.shape.is_tuple() and \
+            inst.custom_call_target.startswith(("__cublas", "__cudnn")):
+        return inst.shape.tuple_shapes[0]
+    return inst.shape
+
+
+def _scalar_computation_flops(comp) -> float:
+    """Flops of one application of a scalar computation (reduce's to_apply ...)."""
+    total = 0.0
+    for i in comp.instructions:
+        if i.opcode in ELEMENTWISE and i.opcode not in TRANSCENDENTAL:
+            total += 1
+    return max(total, 1.0)
+
+
+def _dot_flops(out: Shape, lhs: Shape, contracting) -> float:
+    k = 1
+    for d in contracting:
+        k *= lhs.dims[d]
+    return 2.0 * _elements(out) * k
+
+
+def _conv_flops(inst: Instruction, out: Shape) -> float:
+    """2 x forward-output elements x (kernel window x input features per group); the
+    labels of a cuDNN backward convolution describe its forward convolution."""
+    labels = inst.attr("dim_labels")
+    if labels is None:
+        return 0.0
+    target = inst.custom_call_target if inst.opcode == "custom-call" else ""
+    if target == "__cudnn$convBackwardInput":
+        kernel, fwd_out = inst.operands[1].shape, inst.operands[0].shape
+    elif target == "__cudnn$convBackwardFilter":
+        kernel, fwd_out = out, inst.operands[1].shape
+    else:
+        kernel, fwd_out = inst.operands[1].shape, out
+    if not kernel.is_array():
+        return 0.0
+    per_output = kernel.dims[labels.kernel_input_feature]
+    for d in labels.kernel_spatial:
+        per_output *= kernel.dims[d]
+    return 2.0 * _elements(fwd_out) * per_output
+
+
+def _gemm_flops(inst: Instruction, out: Shape) -> float:
+    raw = inst.attrs.get("backend_config", "")
+    try:
+        from hlo_opt.ir.attributes import parse_string
+        cfg = json.loads(parse_string(raw.strip()) if raw.strip().startswith('"') else raw)
+        dnums = cfg["gemm_backend_config"]["dot_dimension_numbers"]
+        contracting = [int(x) for x in dnums.get("lhs_contracting_dimensions", [])]
+    except (ValueError, KeyError, TypeError):
+        return 0.0
+    return _dot_flops(out, inst.operands[0].shape, contracting)
+
+
+def _instruction_flops(inst: Instruction) -> tuple[float, float]:
+    """(flops, transcendentals) of one unfused instruction."""
+    op = inst.opcode
+    out = inst.shape
+    if op in ELEMENTWISE:
+        n = _elements(out)
+        return (0.0, float(n)) if op in TRANSCENDENTAL else (float(n), 0.0)
+    if op == "dot":
+        return _dot_flops(out, inst.operands[0].shape, inst.attr("lhs_contracting_dims", ())), 0.0
+    if op == "convolution":
+        return _conv_flops(inst, out), 0.0
+    if op == "custom-call":
+        target = inst.custom_call_target
+        vs = value_shape(inst)
+        if target.startswith("__cublas"):
+            return _gemm_flops(inst, vs), 0.0
+        if target.startswith("__cudnn$conv"):
+            return _conv_flops(inst, vs), 0.0
+        return 0.0, 0.0
+    if op == "reduce":
+        n_in = sum(_elements(o.shape) for o in inst.operands[:len(inst.operands) // 2])
+        n_out = _elements(out)
+        per = _scalar_computation_flops(inst.called[0]) if inst.called else 1.0
+        return max(n_in - n_out, 0) * per, 0.0
+    if op in ("reduce-window", "select-and-scatter"):
+        window = inst.attr("window")
+        size = 1
+        if window is not None:
+            for d in window.dims:
+                size *= d.size
+        per = _scalar_computation_flops(inst.called[0]) if inst.called else 1.0
+        return _elements(out) * size * per, 0.0
+    if op == "map":
+        per = _scalar_computation_flops(inst.called[0]) if inst.called else 1.0
+        return _elements(out) * per, 0.0
+    return 0.0, 0.0
+
+
+def _operand_read_bytes(inst: Instruction, i: int) -> float:
+    op = inst.opcode
+    operand = inst.operands[i]
+    if op in ("slice", "dynamic-slice", "gather") and i == 0:
+        return shape_bytes(inst.shape)
+    if op == "dynamic-update-slice" and i == 0:
+        return 0.0  # updated in place: only the update is written
+    return shape_bytes(operand.shape)
+
+
+def instruction_cost(inst: Instruction) -> Cost:
+    """Cost of ``inst`` as one kernel (a fusion: the whole fused kernel)."""
+    if inst.opcode == "fusion":
+        return fusion_cost(inst)
+    if inst.opcode in FREE_OPCODES:
+        if inst.opcode == "constant":
+            return Cost()
+        return Cost()
+    flops, trans = _instruction_flops(inst)
+    read = sum(_operand_read_bytes(inst, i) for i in range(len(inst.operands)))
+    if inst.opcode == "dynamic-update-slice":
+        written = shape_bytes(inst.operands[1].shape)
+    elif inst.opcode in ("while", "conditional", "call"):
+        read, written = 0.0, 0.0  # their bodies are counted where they run
+    else:
+        written = shape_bytes(value_shape(inst))
+    return Cost(flops, trans, float(read), float(written))
+
+
+# ---- fusions ----------------------------------------------------------------------------
+
+def fusion_param_read_bytes(param: Instruction) -> float:
+    """XLA's FusionParameterReadBytes: bytes a fused parameter reads from memory."""
+    size = 0.0
+    seen_trivial = False
+    full = shape_bytes(param.shape)
+    for user in param.users:
+        op = user.opcode
+        if op == "slice":
+            size += shape_bytes(user.shape)
+        elif op == "dynamic-slice":
+            size += shape_bytes(user.shape) if user.operands[0] is param else full
+        elif op == "dynamic-update-slice":
+            size += shape_bytes(user.operands[1].shape) if user.operands[0] is param else full
+        elif op in ("broadcast", "reshape"):
+            size += full
+        elif op == "gather" and user.operands[0] is param:
+            size += shape_bytes(user.shape)
+        elif not seen_trivial:
+            seen_trivial = True
+            size += full
+    return size
+
+
+def fusion_outputs(fusion: Instruction) -> list[Instruction]:
+    root = fusion.fused_computation.root
+    return list(root.operands) if root.opcode == "tuple" else [root]
+
+
+def fusion_cost(fusion: Instruction) -> Cost:
+    comp = fusion.fused_computation
+    flops = trans = 0.0
+    for inst in comp.instructions:
+        if inst.opcode == "parameter":
+            continue
+        f, t = (fusion_cost(inst).flops, fusion_cost(inst).transcendentals) \
+            if inst.opcode == "fusion" else _instruction_flops(inst)
+        flops += f
+        trans += t
+    read = sum(fusion_param_read_bytes(p) for p in comp.parameters if p is not None)
+    written = 0.0
+    for out in fusion_outputs(fusion):
+        if out.opcode == "dynamic-update-slice":
+            written += shape_bytes(out.operands[1].shape)
+        else:
+            written += shape_bytes(out.shape)
+    return Cost(flops, trans, read, written)
+
+
+# ---- utilization --------------------------------------------------------------------------
+
+def _own_operand_utilization(inst: Instruction, i: int) -> float:
+    op = inst.opcode
+    operand = inst.operands[i]
+    n_in = max(_elements(operand.shape), 1)
+    n_out = _elements(inst.shape)
+    if op == "broadcast":
+        return n_out / n_in
+    if op in ("slice", "dynamic-slice", "gather") and i == 0:
+        return min(n_out / n_in, 1.0)
+    if op == "reduce-window" and i == 0:
+        window = inst.attr("window")
+        size = 1
+        if window is not None:
+            for d in window.dims:
+                size *= d.size
+        return max(n_out * size / n_in, 0.0)
+    if op == "pad" and i == 1:
+        return float(n_out)
+    if op == "fusion":
+        return fused_parameter_utilization(inst)[i]
+    return 1.0
+
+
+def fused_parameter_utilization(fusion: Instruction) -> list[float]:
+    """Utilization of each fused parameter: Σ over users of user utilization x how many
+    times the user reads each element of the parameter."""
+    comp = fusion.fused_computation
+    util: dict[Instruction, float] = {}
+    order = comp.post_order()
+    root = comp.root
+    for inst in reversed(order):
+        if inst is root:
+            util[inst] = 1.0
+            continue
+        total = 0.0
+        for user in inst.users:
+            if user.opcode == "tuple" and user is root:
+                total += 1.0
+                continue
+            u = util.get(user, 0.0)
+            if u == 0.0:
+                continue
+            for k, o in enumerate(user.operands):
+                if o is inst:
+                    total += u * _own_operand_utilization(user, k)
+        util[inst] = total
+    return [util.get(p, 0.0) for p in comp.parameters]
+
+
+def operand_utilization(inst: Instruction, i: int) -> float:
+    return _own_operand_utilization(inst, i)
+
+
+# ---- module totals --------------------------------------------------------------------------
+
+# Opcodes whose called computations are scalar helpers run inside the caller's kernel.
+_SCALAR_CALLERS = frozenset({"reduce", "reduce-window", "select-and-scatter", "sort",
+                             "scatter", "map", "all-reduce", "reduce-scatter",
+                             "all-reduce-start", "scan", "collective-reduce", "fusion"})
+
+
+def kernel_computations(module) -> list:
+    """Computations whose instructions run as kernels: every computation except fused
+    computations and the scalar computations reduce / sort / scatter / map call."""
+    skip = set()
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode in _SCALAR_CALLERS or (inst.opcode == "custom-call"
+                                                  and inst.called):
+                skip.update(inst.called)
+    # computations reachable only from skipped ones are skipped too
+    changed = True
+    while changed:
+        changed = False
+        for comp in list(skip):
+            for inst in comp.instructions:
+                for c in inst.called:
+                    if c not in skip:
+                        skip.add(c)
+                        changed = True
+    return [c for c in module.computations if c not in skip]
+
+
+def module_cost(module) -> Cost:
+    total = Cost()
+    for comp in kernel_computations(module):
+        for inst in comp.instructions:
+            total = total + instruction_cost(inst)
+    return total

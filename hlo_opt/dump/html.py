@@ -1,0 +1,263 @@
+"""Offline HTML pages for HLO modules: graph (Graphviz compiled to WASM) beside the text.
+
+The page needs no network: the vendored ``@viz-js/viz`` build (assets/viz-global.js)
+lays out DOT in the browser, lazily, one view at a time.  Python ships the drawing
+model of :class:`hlo_opt.dump.graph_model.GraphModel` as JSON (gzip+base64 when large)
+and the page's script (assets/hlo_graph.js) turns the selected view into DOT: a
+computation with its fusions collapsed or expanded, parameters cloned per use (long
+edges make layered layouts explode), at most ``VIEW_NODE_CAP`` nodes.
+
+Two modes: ``asset_dir_href=None`` inlines the scripts (one self-contained file, about
+1.4 MB plus the module); otherwise the page loads them from that relative directory,
+which :func:`write_shared_assets` fills once per dump directory.  Whole computations are
+drawn up to ``VIEW_NODE_CAP`` nodes; bigger ones open on a neighbourhood of about
+``NEIGHBOURHOOD_NODES`` nodes (grown by radius, "wider"/"narrower" up to the cap).
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from ..fileutil import write_atomic
+from ..ir.computation import Computation
+from ..ir.module import HloModule
+from .dot import FUSION_CLUSTER_STYLE, GRAPH_DEFAULTS
+from .graph_model import SCHEMES, GraphModel
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+SHARED_ASSETS_DIR = "hlo_opt_assets"
+VIZ_JS = "viz-global.js"
+APP_JS = "hlo_graph.js"
+APP_CSS = "hlo_graph.css"
+NOTICES = "THIRD_PARTY_NOTICES.txt"
+LICENSE_FILES = ("LICENSE-graphviz-EPL-1.0.txt", "LICENSE-viz-js-MIT.txt",
+                 "LICENSE-expat-MIT.txt")
+SHARED_FILES = (VIZ_JS, APP_JS, APP_CSS, NOTICES) + LICENSE_FILES
+
+VIEW_NODE_CAP = 500            # nodes per laid-out view; beyond: neighbourhood views
+NEIGHBOURHOOD_NODES = 200      # a neighbourhood view grows by radius up to this many nodes
+COMPRESS_ABOVE = 256 * 1024    # JSON payloads larger than this are gzip+base64 encoded
+DATA_VERSION = 1
+
+# Only local resources ('self' and file: for the shared assets of a page opened from disk;
+# some browsers do not count file: URLs as 'self'); WebAssembly compilation needs
+# 'wasm-unsafe-eval'.  Any remote load is refused by the browser and reported by the page
+# (data-blocked-requests).
+CSP = ("default-src 'none'; script-src 'self' file: 'unsafe-inline' 'wasm-unsafe-eval'; "
+       "style-src 'self' file: 'unsafe-inline'; img-src 'self' file: data: blob:; "
+       "font-src 'self' data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+
+# Runs first (inline, in <head>) so that it sees every blocked or failed load.
+_SENTINEL_JS = """(function () {
+  var failures = [];
+  function flush() {
+    var b = document.body;
+    if (!b || !failures.length) return;
+    b.setAttribute('data-blocked-requests', String(failures.length));
+    b.setAttribute('data-blocked-list', failures.slice(0, 20).join(' | '));
+  }
+  function record(what) { failures.push(what); flush(); }
+  window.hloBlocked = failures;
+  document.addEventListener('securitypolicyviolation', function (e) {
+    record('csp:' + e.violatedDirective + ':' + e.blockedURI);
+  });
+  window.addEventListener('error', function (e) {
+    var t = e.target;
+    if (t && t !== window && (t.src || t.href)) record('load:' + (t.src || t.href));
+  }, true);
+  document.addEventListener('DOMContentLoaded', flush);
+})();"""
+
+
+@lru_cache(maxsize=None)
+def asset_text(name: str) -> str:
+    text = (ASSETS / name).read_text(encoding="utf-8")
+    if name.endswith(".js") and "</script" in text.lower():
+        raise ValueError(f"{name} contains '</script' and cannot be inlined")
+    return text
+
+
+# ---- data ---------------------------------------------------------------------------------
+def computation_header(comp: Computation) -> str:
+    """The first line of a computation as the printer writes it."""
+    params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
+                       for p in comp.parameters if p is not None)
+    root = comp.root.shape.to_text(layout=False) if comp.root is not None else "()"
+    head = ("ENTRY " if comp.is_entry else "") + f"%{comp.name} ({params}) -> {root}"
+    if comp.execution_thread is not None:
+        head += f", execution_thread=\"{comp.execution_thread}\""
+    return head + " {"
+
+
+def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
+    """The JSON model the page's script reads (field names documented in hlo_graph.js)."""
+    model = GraphModel(module, include_fused=not top_level)
+    callers: dict[int, list[int]] = {}
+    insts = []
+    for node in model.nodes:
+        inst = node.inst
+        rec = {"n": inst.name, "c": node.comp, "op": inst.opcode, "l": node.label,
+               "s": node.scheme,
+               "o": [model.node_of[o].idx for o in inst.operands if o in model.node_of],
+               "txt": inst.to_text(large_constants=False)}
+        if node.dot_id != inst.name:
+            rec["d"] = node.dot_id
+        if node.node_shape != "rect":
+            rec["sh"] = node.node_shape
+        if node.tooltip:
+            rec["t"] = node.tooltip
+        if inst.control_predecessors:
+            rec["k"] = [model.node_of[p].idx for p in inst.control_predecessors
+                        if p in model.node_of]
+        if node.merged:
+            rec["m"] = 1
+        if node.hidden:
+            rec["h"] = 1
+        if not node.edge_source:
+            rec["ne"] = 1
+        if not node.small:
+            rec["b"] = 1
+        if node.fused >= 0:
+            rec["f"] = node.fused
+            rec["cl"] = node.cluster_label
+        if inst.opcode == "parameter":
+            rec["p"] = inst.parameter_number
+        shape_text = model.edge_shape_text(inst)
+        if shape_text:
+            rec["es"] = shape_text
+        if node.callees:
+            rec["cs"] = node.callees
+            for c in node.callees:
+                callers.setdefault(c, []).append(node.idx)
+        insts.append(rec)
+    comps = []
+    for gc in model.comps:
+        rec = {"n": gc.comp.name, "k": gc.kind, "r": gc.root, "i": gc.nodes,
+               "h": computation_header(gc.comp)}
+        if gc.fusion >= 0:
+            rec["f"] = gc.fusion
+        if gc.idx in callers:
+            rec["ca"] = callers[gc.idx]
+        if gc.trivial:
+            rec["tr"] = gc.trivial
+        comps.append(rec)
+    return {"v": DATA_VERSION, "module": module.name, "title": title, "topLevel": top_level,
+            "cap": VIEW_NODE_CAP, "neighbourhood": NEIGHBOURHOOD_NODES, "schemes": SCHEMES,
+            "graphDefaults": GRAPH_DEFAULTS, "clusterStyle": FUSION_CLUSTER_STYLE,
+            "comps": comps, "insts": insts,
+            "instructionCount": module.instruction_count()}
+
+
+def encode_data(data: dict) -> tuple[str, str]:
+    """(encoding, text) for the <script type="application/json"> element."""
+    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    if len(raw) > COMPRESS_ABOVE:
+        packed = gzip.compress(raw.encode("utf-8"), compresslevel=6, mtime=0)
+        return "gzip+base64", base64.b64encode(packed).decode("ascii")
+    return "json", _script_safe_json(raw)
+
+
+def _script_safe_json(raw: str) -> str:
+    return (raw.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _escape_html(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def _license_block(asset_dir_href: str | None) -> str:
+    if asset_dir_href is not None:
+        href = _escape_html(f"{asset_dir_href.rstrip('/')}/{NOTICES}")
+        return (f'<a id="licenses" href="{href}" target="_blank">third-party notices '
+                f'(Graphviz EPL-1.0, viz.js MIT, Expat MIT)</a>')
+    texts = [asset_text(NOTICES)] + [f"==== {n} ====\n\n{asset_text(n)}" for n in LICENSE_FILES]
+    return ('<details id="licenses"><summary>third-party notices (Graphviz EPL-1.0, '
+            'viz.js MIT, Expat MIT)</summary><pre>'
+            + _escape_html("\n\n".join(texts)) + "</pre></details>")
+
+
+_BODY = """<header id="toolbar">
+<span id="title"></span>
+<label>computation <select id="comp-select"></select></label>
+<button id="btn-expand" type="button" title="expand every fusion in this view">expand fusions</button>
+<button id="btn-collapse" type="button" title="collapse every fusion in this view">collapse fusions</button>
+<button id="btn-narrower" type="button" title="a smaller neighbourhood" disabled>narrower</button>
+<button id="btn-wider" type="button" title="a larger neighbourhood (at most the view cap)" disabled>wider</button>
+<button id="btn-fit" type="button" title="fit the graph (f)">fit</button>
+<button id="btn-zoom-in" type="button" title="zoom in (+)">+</button>
+<button id="btn-zoom-out" type="button" title="zoom out (-)">&minus;</button>
+<input id="search" type="search" placeholder="instruction name (/)" spellcheck="false">
+<span id="status" aria-live="polite"></span>
+</header>
+<main id="panes">
+<section id="graph-pane"><div id="graph"></div><div id="graph-message"></div></section>
+<div id="splitter" title="drag to resize"></div>
+<section id="side-pane"><div id="details"></div><div id="hlo-text" tabindex="0"></div></section>
+</main>
+<footer id="footer">click: select and highlight operands (red) and users (blue) &middot;
+double-click a fusion: expand/collapse &middot; double-click while/call/conditional: open its
+computation &middot; wheel: zoom &middot; drag: pan &middot; {licenses}</footer>
+"""
+
+
+def module_to_html(module: HloModule, title: str, asset_dir_href: str | None = None,
+                   top_level: bool = False) -> str:
+    """One HTML page for ``module``; self-contained when ``asset_dir_href`` is None."""
+    encoding, payload = encode_data(graph_data(module, title, top_level))
+    head = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="generator" content="hlo-opt">',
+        f"<title>{_escape_html(title)}</title>",
+        f"<script>{_SENTINEL_JS}</script>",
+    ]
+    if asset_dir_href is None:
+        head.append(f"<style>{asset_text(APP_CSS)}</style>")
+    else:
+        base = _escape_html(asset_dir_href.rstrip("/"))
+        head.append(f'<link rel="stylesheet" href="{base}/{APP_CSS}">')
+    head.append("</head>")
+    body = ['<body data-hlo-graph="1">',
+            _BODY.replace("{licenses}", _license_block(asset_dir_href)),
+            f'<script type="application/json" id="hlo-graph-data" '
+            f'data-encoding="{encoding}">{payload}</script>']
+    if asset_dir_href is None:
+        body.append(f"<script>{asset_text(VIZ_JS)}</script>")
+        body.append(f"<script>{asset_text(APP_JS)}</script>")
+    else:
+        base = _escape_html(asset_dir_href.rstrip("/"))
+        body.append(f'<script src="{base}/{VIZ_JS}"></script>')
+        body.append(f'<script src="{base}/{APP_JS}"></script>')
+    body.append("</body>\n</html>\n")
+    return "\n".join(head + body)
+
+
+def write_shared_assets(dump_dir: str) -> str:
+    """Write the page scripts, stylesheet and licence notices into
+    ``<dump_dir>/hlo_opt_assets/`` (atomically; unchanged files are left alone) and
+    return the relative href pages pass as ``asset_dir_href``."""
+    target = os.path.join(dump_dir, SHARED_ASSETS_DIR)
+    os.makedirs(target, exist_ok=True)
+    for name in SHARED_FILES:
+        data = (ASSETS / name).read_bytes()
+        path = os.path.join(target, name)
+        try:
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    continue
+        except OSError:
+            pass
+        write_atomic(path, data)
+        os.chmod(path, 0o644)  # mkstemp made it 0600; pages are read by browsers/servers
+    return SHARED_ASSETS_DIR
+

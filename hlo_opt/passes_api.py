@@ -1,0 +1,111 @@
+"""Running passes the way ``hlo-opt`` does: the library entry points behind the CLI.
+
+``optimize(module, options, passes="dce,cse")`` runs the passes once each, in order, as
+XLA's ``HloPassPipeline "transforms_pipeline"``; ``pipeline="optimization"`` runs a named
+pipeline from ``passes/pipelines.py``.  Dumps (``--xla_dump_to`` and friends), per-pass
+statistics, verification and ``--verify-no-change`` are all wired here; nothing prints
+except the optional plain-text summary.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, Iterable
+
+from .errors import PassError
+from .fileutil import write_atomic
+from .flags import DebugOptions
+from .pipeline import Pipeline, PipelineRunner, ProgressEvent
+
+__all__ = ["TRANSFORMS_PIPELINE", "build_pipeline", "optimize", "pass_names",
+           "pipeline_names", "write_stats_json"]
+
+TRANSFORMS_PIPELINE = "transforms_pipeline"
+
+
+def pass_names() -> list[str]:
+    """Registered pass names, sorted (``hlo-opt --list-passes`` joins them with commas)."""
+    from passes.registry import pass_names as names
+    return names()
+
+
+def pipeline_names() -> list[str]:
+    from passes.pipelines import pipeline_names as names
+    return names()
+
+
+def build_pipeline(passes: "str | Iterable[str] | None" = None, pipeline: str | None = None):
+    """``--passes a,b``: ``Pipeline("transforms_pipeline", [a, b])`` (each once, in order);
+    ``--pipeline NAME``: the named pipeline.  Unknown names raise :class:`PassError`."""
+    if passes is not None and pipeline is not None:
+        raise PassError("--passes and --pipeline cannot be used together")
+    if passes is not None:
+        names = passes.split(",") if isinstance(passes, str) else list(passes)
+        return Pipeline(TRANSFORMS_PIPELINE, names)
+    if pipeline is not None:
+        from passes.pipelines import build_pipeline as build_named
+        return build_named(pipeline)
+    raise PassError("nothing to run: give --passes or --pipeline")
+
+
+def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=None,
+             verify_no_change: bool = False, stats_path: str | None = None,
+             summary: bool = False, *, module_id: int = 0,
+             progress: Callable[[ProgressEvent], None] | None = None,
+             on_stats: Callable | None = None, dump_directory=None,
+             verifier="default"):
+    """Run ``passes`` (comma list or names) or the named ``pipeline`` on ``module`` in place;
+    returns the module.
+
+    Dumps follow the ``xla_dump_*`` options (``module_id`` numbers the files; share one
+    ``dump_directory`` across modules of a run).  Statistics are collected when asked for
+    (``stats_path``, ``summary``, ``on_stats``) or when dumping: then
+    ``module_%04d.<name>.pass_stats.json`` is written next to the dumps.  ``on_stats``
+    receives the :class:`~hlo_opt.dump.stats.PassStats`; without it, ``summary`` prints a
+    plain-text table on stderr.  ``stats_path`` writes this module's JSON (``-``: stderr).
+    """
+    from .dump.naming import (AFTER_OPTIMIZATION, AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATION,
+                              BEFORE_OPTIMIZATIONS)
+    from .dump.stats import PassStats, format_summary_text
+    from .dump.writer import DumpConfig, DumpDirectory, ModuleDumper
+
+    options = options if options is not None else DebugOptions()
+    pipe = build_pipeline(passes, pipeline)
+    if dump_directory is None:
+        dump_directory = DumpDirectory(DumpConfig.from_options(options))
+    dumper = ModuleDumper(dump_directory, module_id, options)
+    dumping = dumper.enabled(module)
+    want_stats = bool(stats_path or summary or on_stats or dumping)
+    stats = PassStats(module.name, module_id, pipe.name) if want_stats else None
+    singular = passes is not None
+    dumper.dump_module(module, BEFORE_OPTIMIZATION if singular else BEFORE_OPTIMIZATIONS)
+    runner = PipelineRunner(options, verifier=verifier, verify_no_change=verify_no_change,
+                            dumper=dumper if dumping else None, stats=stats,
+                            progress=progress)
+    t0 = time.perf_counter()
+    runner.run(pipe, module)
+    if stats is not None:
+        stats.total_ms = (time.perf_counter() - t0) * 1000.0
+        stats.module_name = module.name
+    dumper.dump_module(module, AFTER_OPTIMIZATION if singular else AFTER_OPTIMIZATIONS)
+    if stats is not None:
+        if dumping:
+            dumper.write_stats(module, stats.to_json_text())
+        if stats_path:
+            write_stats_json(stats_path, [stats])
+        if on_stats is not None:
+            on_stats(stats)
+        elif summary:
+            sys.stderr.write(format_summary_text(stats))
+    return module
+
+
+def write_stats_json(path: str, stats_list: list) -> None:
+    """One module: its JSON object; several: a JSON list of them.  ``-`` writes to stderr."""
+    import json
+    docs = [s.to_json() for s in stats_list]
+    text = json.dumps(docs[0] if len(docs) == 1 else docs, indent=1) + "\n"
+    if path == "-":
+        sys.stderr.write(text)
+    else:
+        write_atomic(path, text)

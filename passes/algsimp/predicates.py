@@ -1,0 +1,298 @@
+"""Value and type predicates the rules share (XLA's IsAll, IsNonNegative, CastPreservesValues)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hlo_opt.ir.instruction import Instruction
+from hlo_opt.ir.types import (BIT_WIDTH, is_complex, is_float, is_integral, is_signed_int,
+                              is_unsigned_int, numpy_dtype)
+
+
+def et(inst: Instruction) -> str:
+    return inst.shape.element_type
+
+
+def integral(inst: Instruction) -> bool:
+    return is_integral(inst.shape.element_type)
+
+
+def floating(inst: Instruction) -> bool:
+    return is_float(inst.shape.element_type)
+
+
+def is_pred(inst: Instruction) -> bool:
+    return inst.shape.element_type == "pred"
+
+
+def complex_(inst: Instruction) -> bool:
+    return is_complex(inst.shape.element_type)
+
+
+def constant_array(inst: Instruction):
+    """The numpy value of a constant, or None (not a constant / elided)."""
+    if inst.opcode != "constant" or not inst.shape.is_array():
+        return None
+    lit = inst.literal
+    if lit.elided:
+        return None
+    return lit.array
+
+
+def _unwrap_broadcast(inst: Instruction) -> Instruction:
+    while inst.opcode == "broadcast":
+        inst = inst.operands[0]
+    return inst
+
+
+def is_all(inst: Instruction, value) -> bool:
+    """Unwraps broadcasts; true when the constant underneath holds only ``value``."""
+    c = _unwrap_broadcast(inst)
+    arr = constant_array(c)
+    if arr is None:
+        return False
+    if arr.size == 0:
+        return False
+    t = c.shape.element_type
+    with np.errstate(all="ignore"):
+        if t == "pred":
+            return bool(np.all(arr == bool(value)))
+        if is_integral(t):
+            if isinstance(value, float) and not value.is_integer():
+                return False
+            return bool(np.all(arr.astype(np.int64 if t != "u64" else np.uint64) == int(value)))
+        vals = arr.astype(np.complex128 if is_complex(t) else np.float64)
+        return bool(np.all(vals == value))
+
+
+def scalar_value(inst: Instruction):
+    """Python value of an effective-scalar constant (or of broadcast(constant)), else None."""
+    c = _unwrap_broadcast(inst)
+    arr = constant_array(c)
+    if arr is None or arr.size != 1:
+        return None
+    v = arr.reshape(())[()]
+    t = c.shape.element_type
+    if t == "pred":
+        return bool(v)
+    if is_integral(t):
+        return int(v)
+    if is_complex(t):
+        return complex(v)
+    return float(v)
+
+
+def is_fp_power_of_two(inst: Instruction) -> bool:
+    """Scalar constant or broadcast of one equal to +/- 2^k (XLA's IsAllFpConstantPowerOf2)."""
+    c = inst.operands[0] if inst.opcode == "broadcast" else inst
+    if c.opcode != "constant" or c.shape.num_elements() != 1:
+        return False
+    v = scalar_value(c)
+    if not isinstance(v, float) or not math.isfinite(v) or v == 0:
+        return False
+    m, _ = math.frexp(v)
+    return m in (0.5, -0.5)
+
+
+def is_positive(inst: Instruction) -> bool:
+    if any(is_complex(o.shape.element_type) for o in inst.operands):
+        return False
+    op = inst.opcode
+    if op == "power":
+        return not is_signed_int(et(inst)) and is_positive(inst.operands[0])
+    if op in ("abs", "rsqrt", "sqrt"):
+        return is_positive(inst.operands[0])
+    if op == "multiply":
+        return (not is_signed_int(et(inst)) and inst.operands[0] is inst.operands[1]
+                and is_positive(inst.operands[0]))
+    return False
+
+
+def is_nonnegative(inst: Instruction) -> bool:
+    """XLA's IsNonNegative (sound: true only when every element is >= 0 or NaN-free)."""
+    if any(is_complex(o.shape.element_type) for o in inst.operands):
+        return False
+    op = inst.opcode
+    t = et(inst)
+    if op == "multiply":
+        return inst.operands[0] is inst.operands[1] and not is_signed_int(t)
+    if op == "exponential":
+        return True
+    if op == "iota":
+        if not is_signed_int(t):
+            return True
+        bits = BIT_WIDTH[t]
+        if bits >= 64:
+            return True
+        return inst.shape.dims[inst.attr("iota_dimension")] <= (1 << (bits - 1))
+    if op == "abs":
+        if not is_signed_int(t):
+            return True
+        return is_nonnegative(inst.operands[0])
+    if op == "broadcast":
+        return is_nonnegative(inst.operands[0])
+    if op == "constant":
+        arr = constant_array(inst)
+        if arr is None or arr.size != 1 or is_complex(t):
+            return False
+        v = arr.reshape(())[()]
+        if t == "pred" or is_integral(t):
+            return int(v) >= 0
+        f = float(v)
+        return not math.isnan(f) and not math.copysign(1.0, f) < 0
+    if op == "minimum":
+        return is_nonnegative(inst.operands[0]) and is_nonnegative(inst.operands[1])
+    if op == "maximum":
+        return is_nonnegative(inst.operands[0]) or is_nonnegative(inst.operands[1])
+    if op == "power":
+        return not is_signed_int(t) and is_nonnegative(inst.operands[0])
+    if op == "select":
+        return is_nonnegative(inst.operands[1]) and is_nonnegative(inst.operands[2])
+    return is_positive(inst)
+
+
+# ---- type facts ------------------------------------------------------------------------
+_NO_INF = ("f8e4m3fn", "f8e4m3b11fnuz", "f8e5m2fnuz", "f8e4m3fnuz", "f8e8m0fnu", "f4e2m1fn",
+           "f6e2m3fn", "f6e3m2fn")
+_NO_NAN = ("f4e2m1fn", "f6e2m3fn", "f6e3m2fn")
+_NO_NEG_ZERO = ("f8e4m3b11fnuz", "f8e5m2fnuz", "f8e4m3fnuz", "f8e8m0fnu")
+
+
+def _float_info(t: str):
+    import ml_dtypes
+    dt = numpy_dtype(t)
+    fi = ml_dtypes.finfo(dt) if t not in ("f16", "f32", "f64") else np.finfo(dt)
+    return int(fi.nmant), int(fi.minexp), int(fi.maxexp)
+
+
+def cast_preserves_values(src: str, dst: str) -> bool:
+    """XLA's primitive_util::CastPreservesValues."""
+    if src == dst or src == "pred":
+        return True
+    if dst == "pred":
+        return False
+    if is_complex(dst):
+        comp_dst = "f32" if dst == "c64" else "f64"
+        comp_src = src if not is_complex(src) else ("f32" if src == "c64" else "f64")
+        return cast_preserves_values(comp_src, comp_dst)
+    if is_complex(src):
+        return False
+    if is_float(src) and is_float(dst):
+        if (src not in _NO_INF) and dst in _NO_INF:
+            return False
+        if (src not in _NO_NAN) and dst in _NO_NAN:
+            return False
+        if (src not in _NO_NEG_ZERO) and dst in _NO_NEG_ZERO:
+            return False
+        sm, smin, smax = _float_info(src)
+        dm, dmin, dmax = _float_info(dst)
+        return dm >= sm and dmax >= smax and (smin - sm) >= (dmin - dm)
+    if is_float(src) and is_integral(dst):
+        return False
+    if is_integral(src):
+        src_bits = BIT_WIDTH[src] - (1 if is_signed_int(src) else 0)
+        if is_integral(dst):
+            if is_signed_int(src) and is_unsigned_int(dst):
+                return False
+            dst_bits = BIT_WIDTH[dst] - (1 if is_signed_int(dst) else 0)
+            return dst_bits >= src_bits
+        if is_float(dst):
+            dm, _, dmax = _float_info(dst)
+            return dm + 1 >= src_bits and dmax >= src_bits
+    return False
+
+
+def min_value(t: str):
+    """XLA's LiteralUtil::MinValue (-inf for floats with infinity)."""
+    if t == "pred":
+        return False
+    if is_integral(t):
+        bits = BIT_WIDTH[t]
+        return -(1 << (bits - 1)) if is_signed_int(t) else 0
+    if t in _NO_INF:
+        import ml_dtypes
+        return float(ml_dtypes.finfo(numpy_dtype(t)).min)
+    return float("-inf")
+
+
+def max_value(t: str):
+    if t == "pred":
+        return True
+    if is_integral(t):
+        bits = BIT_WIDTH[t]
+        return (1 << (bits - 1)) - 1 if is_signed_int(t) else (1 << bits) - 1
+    if t in _NO_INF:
+        import ml_dtypes
+        return float(ml_dtypes.finfo(numpy_dtype(t)).max)
+    return float("inf")
+
+
+def is_identity_perm(perm) -> bool:
+    return list(perm) == list(range(len(perm)))
+
+
+def inverse_perm(perm) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def compose_perm(p1, p2) -> list[int]:
+    """XLA's ComposePermutations(p1, p2)[i] = p1[p2[i]]."""
+    return [p1[i] for i in p2]
+
+
+def root_is_binary_of_params(comp, opcodes) -> str | None:
+    """The opcode when ``comp`` is ``(p0, p1) -> op(p0, p1)`` (either order) for op in opcodes."""
+    r = comp.root
+    if r is None or r.opcode not in opcodes or len(r.operands) != 2:
+        return None
+    if len(comp.parameters) != 2:
+        return None
+    p0, p1 = comp.parameters
+    if (r.operands[0] is p0 and r.operands[1] is p1) or \
+            (r.operands[0] is p1 and r.operands[1] is p0):
+        return r.opcode
+    return None
+
+
+def same_literal(a: Instruction, b: Instruction) -> bool:
+    """Two constants with equal shape and bitwise-equal values."""
+    if a is b:
+        return True
+    if a.opcode != "constant" or b.opcode != "constant":
+        return False
+    if not a.shape.same_dims_and_type(b.shape):
+        return False
+    x, y = constant_array(a), constant_array(b)
+    if x is None or y is None:
+        return False
+    return x.tobytes() == y.tobytes()
+
+
+def is_reduction_identity(init: Instruction, comp) -> bool:
+    """``init`` is a constant that is the identity of the binary reducer ``comp``: 0 for
+    add/or/xor, 1 for multiply/and(true), the lowest value for max, the highest for min.
+    Rewrites that drop or repeat the init value (XLA assumes it is the identity) need this.
+    """
+    op = root_is_binary_of_params(comp, ("add", "multiply", "maximum", "minimum", "and", "or",
+                                         "xor"))
+    if op is None or init.opcode != "constant" or init.shape.num_elements() != 1:
+        return False
+    v = scalar_value(init)
+    if v is None:
+        return False
+    t = init.shape.element_type
+    if op in ("add", "or", "xor"):
+        return v == 0  # (+0 is not quite the identity for -0 inputs: rules using it are inexact)
+    if op == "multiply":
+        return v == 1
+    if op == "and":
+        return v == (True if t == "pred" else -1 if is_signed_int(t) else max_value(t))
+    if op == "maximum":
+        return v == min_value(t)
+    if op == "minimum":
+        return v == max_value(t)
+    return False

@@ -1,0 +1,292 @@
+"""algsimp rules for dot and convolution."""
+from __future__ import annotations
+
+import copy
+
+from hlo_opt.ir.types import is_float, is_integral
+
+from .._build import dot_dims, dot_extra_attrs, scalar_computation
+from .._rewrite import P, Rule, Rules, X
+from .predicates import is_all
+
+_R: list[Rule] = []
+
+
+def r(pat, label, exact=True):
+    def deco(fn):
+        _R.append(Rule(pat, fn, label, exact))
+        return fn
+    return deco
+
+
+def _supported_precision(dot) -> bool:
+    alg = dot.attrs.get("algorithm")
+    return alg is None or alg in ("dot_f32_f32_f32", "ALG_DOT_F32_F32_F32")
+
+
+def _normalize(bld, operand, batch, contracting):
+    """Transpose to batch-major, contracting-minor order (XLA's
+    NormalizeDotOperandToBatchMajorAndContractingMinor)."""
+    perm = list(batch) + [i for i in range(operand.shape.rank)
+                          if i not in batch and i not in contracting] + list(contracting)
+    return bld.maybe_transpose(operand, perm)
+
+
+@r(P("dot", X("lhs"), X("rhs")), "dot with zero elements => 0")
+def _dot_empty(ctx, lhs, rhs):
+    d = ctx.inst
+    if ctx.opts.is_layout_sensitive:
+        return None
+    if d.shape.num_elements() and lhs.shape.num_elements() and rhs.shape.num_elements():
+        return None
+    return ctx.b.scalar_like(d, 0)
+
+
+@r(P("dot", X("lhs"), X("rhs")), "dot without contracting dims => multiply(broadcasts)",
+   exact=False)  # a dot accumulates from +0, so a -0 product comes out +0
+def _dot_outer(ctx, lhs, rhs):
+    d = ctx.inst
+    lb, lc, rb, rc = dot_dims(d)
+    if ctx.opts.is_layout_sensitive or lc or not ctx.opts.enable_dot_to_multiply_rewrite \
+            or not _supported_precision(d):
+        return None
+    bld = ctx.b
+    et = d.shape.element_type
+    nl = bld.convert(_normalize(bld, lhs, lb, lc), et)
+    nr = bld.convert(_normalize(bld, rhs, rb, rc), et)
+    if d.shape.rank != lhs.shape.rank:
+        nl = bld.broadcast(nl, d.shape.dims, range(lhs.shape.rank))
+    if d.shape.rank != rhs.shape.rank:
+        dims = list(range(len(lb))) + list(range(lhs.shape.rank, d.shape.rank))
+        nr = bld.broadcast(nr, d.shape.dims, dims)
+    return bld.binary("multiply", nl, nr)
+
+
+@r(P("dot", X("lhs"), X("rhs")),
+   "dot where one side has only batch+contracting dims => reduce(multiply)", exact=False)
+def _dot_strength_reduce(ctx, lhs, rhs):
+    d = ctx.inst
+    o = ctx.opts
+    if o.is_layout_sensitive or not o.enable_dot_strength_reduction \
+            or not _supported_precision(d):
+        return None
+    lb, lc, rb, rc = dot_dims(d)
+    if not lc:
+        return None
+    l_only = len(lb) + len(lc) == lhs.shape.rank
+    r_only = len(rb) + len(rc) == rhs.shape.rank
+    if not (l_only or r_only):
+        return None
+    if o.executing_on_cpu and not (l_only and r_only):
+        return None
+    if is_float(d.shape.element_type) and not o.float_reassociation:
+        return None
+    bld = ctx.b
+    et = d.shape.element_type
+    # XLA multiplies in the dot's type and accumulates in f32; we multiply in the
+    # accumulation type too, so narrow floats (bf16, f8) do not round every product.
+    acc = ("f64" if et == "f64" else "f32") if is_float(et) else et
+    nl = bld.convert(_normalize(bld, lhs, lb, lc), acc)
+    nr = bld.convert(_normalize(bld, rhs, rb, rc), acc)
+    nb = len(lb)
+    l_outer = lhs.shape.rank - nb - len(lc)
+    r_outer = rhs.shape.rank - nb - len(rc)
+    if r_outer > 0:
+        dims = list(range(nb)) + list(range(nb + r_outer, nb + r_outer + len(lc)))
+        nl = bld.broadcast(nl, nr.shape.dims, dims)
+    elif l_outer > 0:
+        dims = list(range(nb)) + list(range(nb + l_outer, nb + l_outer + len(rc)))
+        nr = bld.broadcast(nr, nl.shape.dims, dims)
+    prod = bld.binary("multiply", nl, nr)
+    outer = max(l_outer, r_outer)
+    rdims = list(range(nb + outer, nb + outer + len(lc)))
+    add = scalar_computation(ctx.module, "add", acc)
+    red = bld.reduce(prod, bld.scalar(0, acc), rdims, add)
+    return bld.convert(red, et)
+
+
+@r(P("dot", X("lhs"), X("rhs")), "dot of operands with 1-sized dims => dot without them")
+def _dot_degenerate(ctx, lhs, rhs):
+    d = ctx.inst
+    if ctx.opts.is_layout_sensitive:
+        return None
+    ls, rs = lhs.shape.dims, rhs.shape.dims
+    if 1 not in ls and 1 not in rs:
+        return None
+
+    def mapping(dims):
+        out, n = [], 0
+        for x in dims:
+            if x == 1:
+                out.append(-1)
+            else:
+                out.append(n)
+                n += 1
+        return out
+    lm, rm = mapping(ls), mapping(rs)
+    lb, lc, rb, rc = dot_dims(d)
+    nlb = [lm[x] for x in lb if lm[x] != -1]
+    nlc = [lm[x] for x in lc if lm[x] != -1]
+    nrb = [rm[x] for x in rb if rm[x] != -1]
+    nrc = [rm[x] for x in rc if rm[x] != -1]
+    if len(nlb) != len(nrb) or len(nlc) != len(nrc):
+        return None
+    bld = ctx.b
+    nl = bld.reshape(lhs, [x for x in ls if x != 1]) if 1 in ls else lhs
+    nr = bld.reshape(rhs, [x for x in rs if x != 1]) if 1 in rs else rhs
+    nd = bld.dot(nl, nr, nlb, nlc, nrb, nrc, d.shape.element_type, dot_extra_attrs(d))
+    if nd.shape.same_dims_and_type(d.shape):
+        return nd
+    return bld.reshape(nd, d.shape.dims)
+
+
+@r(P("dot", P("transpose", X("a"), name="lt"), P("transpose", X("b"), name="rt")),
+   "dot(transpose(A), transpose(B)) => transpose(dot(A, B) or dot(B, A))", exact=False)
+def _dot_transposes(ctx, a, lt, b, rt):
+    d = ctx.inst
+    if ctx.opts.is_layout_sensitive or tuple(lt.dimensions) != tuple(rt.dimensions):
+        return None
+    perm = list(lt.dimensions)
+    lb, lc, rb, rc = dot_dims(d)
+    rank = d.shape.rank
+    if lb != rb or len(lc) != 1 or len(rc) != 1 or lc[0] != rank - 1 or rc[0] != rank - 2 \
+            or rank != len(lb) + 2:
+        return None
+    tail = perm[rank - 2:]
+    if tail == [rank - 2, rank - 1]:
+        reorder = False
+    elif tail == [rank - 1, rank - 2]:
+        reorder = True
+    else:
+        return None
+    nl, nr = (b, a) if reorder else (a, b)
+    nd = ctx.b.dot(nl, nr, lb, lc, rb, rc, d.shape.element_type,
+                   dot_extra_attrs(d, swap=reorder))
+    return ctx.b.transpose(nd, perm)
+
+
+# ---- convolution ------------------------------------------------------------------------
+@r(P("convolution", X("lhs"), X("rhs")), "convolution with a zero-element operand => 0")
+def _conv_empty(ctx, lhs, rhs):
+    if lhs.shape.num_elements() and rhs.shape.num_elements():
+        return None
+    return ctx.b.scalar_like(ctx.inst, 0)
+
+
+def _conv_with_window(ctx, conv, operands, window):
+    new = ctx.b.clone(conv, operands)
+    new.set_attr("window", window)
+    return new
+
+
+@r(P("convolution", P("pad", X("a"), X("z", pred=lambda i: i.opcode == "constant"
+                                         and i.shape.rank == 0 and is_all(i, 0)),
+                      name="pad"), X("b")),
+   "convolution(pad(A, 0), B) => convolution(A, B) with the padding in the window")
+def _conv_fold_input_pad(ctx, a, z, pad, b):
+    conv = ctx.inst
+    if not ctx.opts.enable_folding_pad_into_convolution:
+        return None
+    dn = conv.attr("dim_labels")
+    cfg = [tuple(x) for x in pad.attr("padding").dims]
+    for dim in (dn.input_batch, dn.input_feature):
+        if any(cfg[dim]):
+            return None
+    window = copy.deepcopy(conv.attr("window"))
+    for i, w in enumerate(window.dims):
+        lo, hi, it = cfg[dn.input_spatial[i]]
+        if it and (w.padding_low or w.padding_high or w.base_dilation != 1):
+            return None
+        if w.base_dilation != 1 and (lo or hi or it):
+            return None
+        w.padding_low += lo
+        w.padding_high += hi
+        if it:
+            w.base_dilation = 1 + it
+    return _conv_with_window(ctx, conv, [a, b], window)
+
+
+@r(P("convolution", X("lhs"), P("pad", X("k"), X("z"), name="pad")),
+   "convolution(A, pad(K, 0) interior) => convolution(A, K) with window dilation",
+   exact=False)
+def _conv_fold_filter_pad(ctx, lhs, k, z, pad):
+    conv = ctx.inst
+    if not ctx.opts.enable_folding_pad_into_convolution or not is_all(z, 0):
+        return None
+    if not (is_integral(conv.shape.element_type) or ctx.opts.approximate_float_rewrites):
+        return None  # the padded zeros times an inf input give nan; dilation skips them
+    dn = conv.attr("dim_labels")
+    cfg = [tuple(x) for x in pad.attr("padding").dims]
+    for dim in (dn.kernel_input_feature, dn.kernel_output_feature):
+        if any(cfg[dim]):
+            return None
+    window = copy.deepcopy(conv.attr("window"))
+    for i, w in enumerate(window.dims):
+        lo, hi, it = cfg[dn.kernel_spatial[i]]
+        if lo or hi:
+            return None
+        if it == 0:
+            continue
+        if w.window_dilation > 1:
+            return None
+        w.window_dilation = 1 + it
+        w.size = k.shape.dims[dn.kernel_spatial[i]]
+    return _conv_with_window(ctx, conv, [lhs, k], window)
+
+
+def _broadcast_sequence(bld, operand, shape):
+    """XLA's CreateBroadcastSequence: drop the 1-sized dims that must grow, then broadcast."""
+    keep = [i for i, (a, b) in enumerate(zip(operand.shape.dims, shape.dims)) if a == b]
+    if len(keep) != operand.shape.rank:
+        operand = bld.reshape(operand, [operand.shape.dims[i] for i in keep])
+    return bld.broadcast(operand, shape.dims, keep)
+
+
+@r(P("convolution", X("inp"), X("ker")),
+   "depthwise convolution with a trivial window => reduce(input * broadcast(kernel))",
+   exact=False)
+def _conv_to_multiply(ctx, inp, ker):
+    conv = ctx.inst
+    if ctx.opts.is_layout_sensitive or "operand_precision" in conv.attrs:
+        return None
+    if int(conv.attrs.get("batch_group_count", "1")) != 1:
+        return None
+    dn = conv.attr("dim_labels")
+    ks, cs = ker.shape.dims, conv.shape.dims
+    for i in range(len(dn.output_spatial)):
+        if ks[dn.kernel_spatial[i]] != 1 and cs[dn.output_spatial[i]] != 1:
+            return None
+    win = conv.attr("window").dims
+    if any(w.stride != 1 or w.padding_low or w.padding_high or w.base_dilation != 1
+           or w.window_dilation != 1 or w.window_reversal for w in win):
+        return None
+    fgc = int(conv.attrs.get("feature_group_count", "1"))
+    if ks[dn.kernel_input_feature] != 1 or inp.shape.dims[dn.input_feature] != fgc \
+            or cs[dn.output_feature] != fgc:
+        return None
+    et = conv.shape.element_type
+    if is_float(et) and not ctx.opts.float_reassociation:
+        return None
+    rank = inp.shape.rank
+    ip, kp = [0] * rank, [0] * rank
+    ip[dn.output_batch], ip[dn.output_feature] = dn.input_batch, dn.input_feature
+    kp[dn.output_batch], kp[dn.output_feature] = dn.kernel_input_feature, \
+        dn.kernel_output_feature
+    rdims = []
+    for i, od in enumerate(dn.output_spatial):
+        ip[od] = dn.input_spatial[i]
+        kp[od] = dn.kernel_spatial[i]
+        if ks[dn.kernel_spatial[i]] != 1:
+            rdims.append(od)
+    bld = ctx.b
+    x = bld.convert(bld.maybe_transpose(inp, ip), et)
+    k = bld.convert(bld.maybe_transpose(ker, kp), et)
+    k = _broadcast_sequence(bld, k, x.shape)
+    res = bld.binary("multiply", x, k)
+    if rdims:
+        add = scalar_computation(ctx.module, "add", et)
+        res = bld.reshape(bld.reduce(res, bld.scalar(0, et), rdims, add), cs)
+    return res
+
+
+RULES = Rules(_R)

@@ -1,0 +1,446 @@
+"""algsimp rules for reductions and friends: reduce reduce-window sort map gather scatter."""
+from __future__ import annotations
+
+from hlo_opt.ir.opcodes import is_elementwise
+from hlo_opt.ir.types import is_float
+
+from .._build import dot_dims
+from .._rewrite import P, Rule, Rules, X
+from .._shape_util import dims_unmodified_by_reshape
+from .predicates import is_reduction_identity, root_is_binary_of_params, same_literal
+
+_R: list[Rule] = []
+
+
+def r(pat, label, exact=True):
+    def deco(fn):
+        _R.append(Rule(pat, fn, label, exact))
+        return fn
+    return deco
+
+
+def _reduce_parts(red):
+    n = len(red.operands) // 2
+    return red.operands[:n], red.operands[n:]
+
+
+def _result_shape(red):
+    return red.shape.tuple_shapes[0] if red.shape.is_tuple() else red.shape
+
+
+def _is_add(comp):
+    return root_is_binary_of_params(comp, ("add",)) is not None
+
+
+def _equivalent_computations(a, b) -> bool:
+    if a is b:
+        return True
+    ka = root_is_binary_of_params(a, ("add", "multiply", "and", "or"))
+    kb = root_is_binary_of_params(b, ("add", "multiply", "and", "or"))
+    return ka is not None and ka == kb
+
+
+def _reassoc_float(ctx, inst):
+    t = _result_shape(inst).element_type
+    return not is_float(t) or ctx.opts.float_reassociation
+
+
+# ---- reduce -----------------------------------------------------------------------------
+@r(P("reduce"), "reduce of/to zero elements => broadcast(init)")
+def _reduce_empty(ctx):
+    red = ctx.inst
+    inputs, inits = _reduce_parts(red)
+    if inputs[0].shape.num_elements() != 0 and _result_shape(red).num_elements() != 0:
+        return None
+    if red.shape.is_tuple():
+        return ctx.b.tuple([ctx.b.broadcast(i, s.dims, ())
+                            for i, s in zip(inits, red.shape.tuple_shapes)])
+    return ctx.b.broadcast(inits[0], red.shape.dims, ())
+
+
+@r(P("reduce"), "reduce that keeps every element => reshape", exact=False)
+def _reduce_reshape(ctx):
+    red = ctx.inst
+    inputs, inits = _reduce_parts(red)
+    rs = _result_shape(red)
+    if rs.num_elements() != inputs[0].shape.num_elements() or ctx.opts.is_layout_sensitive:
+        return None
+    # XLA assumes the init value is the reducer's identity; we check it.
+    if len(inits) != 1 or not is_reduction_identity(inits[0], red.to_apply):
+        return None
+    if red.shape.is_tuple():
+        return ctx.b.tuple([ctx.b.reshape(i, s.dims)
+                            for i, s in zip(inputs, red.shape.tuple_shapes)])
+    return ctx.b.reshape(inputs[0], rs.dims)
+
+
+def _single(red):
+    return not red.shape.is_tuple() and len(red.operands) == 2
+
+
+@r(P("reduce", P("negate", X("a")), X("init")), "reduce(-A, +, 0) => -reduce(A, +, 0)",
+   exact=False)
+def _reduce_negate(ctx, a, init):
+    red = ctx.inst
+    if ctx.opts.is_layout_sensitive or not is_float(red.shape.element_type):
+        return None
+    if not (init.opcode == "constant" and init.shape.num_elements() == 1
+            and _scalar_zero(init) and _is_add(red.to_apply)):
+        return None
+    new = ctx.b.reduce(a, init, red.dimensions, red.to_apply)
+    return ctx.b.unary("negate", new)
+
+
+def _scalar_zero(c):
+    from .predicates import scalar_value
+    v = scalar_value(c)
+    return v is not None and v == 0
+
+
+@r(P("reduce", P("transpose", X("a"), name="tr"), X("init")),
+   "reduce(transpose(A)) => reduce(A) with permuted dimensions", exact=False)
+def _reduce_transpose(ctx, a, tr, init):
+    red = ctx.inst
+    if ctx.opts.is_layout_sensitive or not _reassoc_float(ctx, red):
+        return None
+    if not (ctx.opts.unconditionally_simplify_reduce_of_transpose_or_reshape
+            or red.shape.rank < 2 or tr.user_count == 1
+            or all(u.opcode == "reduce" for u in tr.users)):
+        return None
+    tdims = tr.dimensions
+    new_dims = [tdims[d] for d in red.dimensions]
+    new_red = ctx.b.reduce(a, init, new_dims, red.to_apply)
+    keep = [d for d in tdims if d not in new_dims]
+    if keep == sorted(keep):
+        return new_red
+    perm = [d - sum(1 for rd in new_dims if rd < d) for d in keep]
+    return ctx.b.transpose(new_red, perm)
+
+
+@r(P("reduce", P("reduce", X("a"), X("init2"), name="inner"), X("init")),
+   "reduce(reduce(A)) => reduce(A) over both dimension sets", exact=False)
+def _reduce_reduce(ctx, a, init2, inner, init):
+    red = ctx.inst
+    if ctx.opts.is_layout_sensitive or not _reassoc_float(ctx, red):
+        return None
+    if not same_literal(init, init2) or not _equivalent_computations(red.to_apply,
+                                                                     inner.to_apply):
+        return None
+    if not is_reduction_identity(init, red.to_apply):
+        return None  # the merged reduce applies the init value once instead of twice
+    arg_dims = sorted(inner.dimensions)
+    red_dims = sorted(red.dimensions)
+    for ad in arg_dims:
+        red_dims = [d + 1 if d >= ad else d for d in red_dims]
+    return ctx.b.reduce(a, init, sorted(arg_dims + red_dims), red.to_apply)
+
+
+@r(P("reduce", P("reshape", X("a"), name="rs"), X("init")),
+   "reduce(reshape(A)) => reduce(A) or reshape(reduce(A))", exact=False)
+def _reduce_reshape_arg(ctx, a, rs, init):
+    red = ctx.inst
+    if ctx.opts.is_layout_sensitive or not ctx.opts.enable_reduce_of_reshape:
+        return None
+    if not _reassoc_float(ctx, red):
+        return None
+    unmod = dims_unmodified_by_reshape(a.shape.dims, rs.shape.dims)
+    rank = rs.shape.rank
+    in_output = [True] * rank
+    for d in red.dimensions:
+        in_output[d] = False
+    unmodified = [False] * rank
+    for _, o in unmod:
+        unmodified[o] = True
+    if all(unmodified[i] or not in_output[i] for i in range(rank)):
+        not_reduced = {i for i, o in unmod if in_output[o]}
+        dims = [i for i in range(a.shape.rank) if i not in not_reduced]
+        return ctx.b.reduce(a, init, dims, red.to_apply)
+    if (rs.user_count == 1 or ctx.opts.unconditionally_simplify_reduce_of_transpose_or_reshape) \
+            and all(unmodified[d] for d in red.dimensions):
+        back = {o: i for i, o in unmod}
+        new_red = ctx.b.reduce(a, init, [back[d] for d in red.dimensions], red.to_apply)
+        return ctx.b.reshape(new_red, red.shape.dims)
+    return None
+
+
+@r(P("reduce", P("concatenate", name="cat"), X("init")),
+   "reduce(concat(A, B)) over the concat dim => map(reduce(A), reduce(B))", exact=False)
+def _reduce_concat(ctx, cat, init):
+    red = ctx.inst
+    if ctx.opts.is_layout_sensitive or not _reassoc_float(ctx, red):
+        return None
+    if cat.dimensions[0] not in red.dimensions or not is_reduction_identity(init, red.to_apply):
+        return None
+    same = all(o.shape.same_dims_and_type(cat.operands[0].shape) for o in cat.operands)
+    if not (ctx.opts.enable_unconditional_reduce_of_concat_replacement or same
+            or red.shape.rank == 0):
+        return None
+    prev = None
+    for o in cat.operands:
+        new = ctx.b.reduce(o, init, red.dimensions, red.to_apply)
+        prev = new if prev is None else ctx.b.map([prev, new], red.to_apply, red.shape)
+    return prev
+
+
+@r(P("reduce", P("dot", X("lhs"), X("rhs"), name="dot"), X("init")),
+   "reduce(dot(A, B)) over batch dims => dot(A, B) contracting them", exact=False)
+def _reduce_dot(ctx, lhs, rhs, dot, init):
+    red = ctx.inst
+    opts = ctx.opts
+    if opts.is_layout_sensitive or not (opts.supports_non_canonical_dots
+                                        and opts.enable_dot_strength_reduction):
+        return None
+    if dot.user_count != 1 or not _is_add(red.to_apply) or not _reassoc_float(ctx, red):
+        return None
+    lb, lc, rb, rc = dot_dims(dot)
+    nb = len(lb)
+    if not any(d < nb for d in red.dimensions):
+        return None
+    from .predicates import scalar_value
+    if init.opcode != "constant" or scalar_value(init) != 0:
+        return None  # the dot cannot apply the init value
+    nlb, nrb, nlc, nrc = [], [], list(lc), list(rc)
+    removed = 0
+    for b in range(nb):
+        if b in red.dimensions:
+            nlc.append(lb[b])
+            nrc.append(rb[b])
+            removed += 1
+        else:
+            nlb.append(lb[b])
+            nrb.append(rb[b])
+    from .._build import dot_extra_attrs
+    new_dot = ctx.b.dot(lhs, rhs, nlb, nlc, nrb, nrc, dot.shape.element_type,
+                        dot_extra_attrs(dot))
+    rest = [d - removed for d in red.dimensions if d >= nb]
+    if not rest:
+        return new_dot if new_dot.shape.element_type == red.shape.element_type else None
+    return ctx.b.reduce(new_dot, init, rest, red.to_apply)
+
+
+_MINMAX_ANDOR = ("maximum", "minimum", "and", "or")
+
+
+@r(P("reduce", P("broadcast", X("x", pred=lambda i: i.shape.rank == 0)), X("init")),
+   "reduce(bcast(x), op) over all dims => op(x, init) for min/max/and/or")
+def _reduce_bcast_scalar(ctx, x, init):
+    red = ctx.inst
+    op = root_is_binary_of_params(red.to_apply, _MINMAX_ANDOR)
+    if op is None or len(red.dimensions) != red.operands[0].shape.rank:
+        return None
+    return ctx.b.binary(op, x, init)
+
+
+@r(P("reduce", P("broadcast", X("a"), name="bc"), X("init")),
+   "reduce(broadcast(A)) over A's dims => broadcast(reduce(A))", exact=False)
+def _reduce_bcast_commute(ctx, a, bc, init):
+    red = ctx.inst
+    if ctx.opts.is_layout_sensitive:
+        return None
+    bdims = list(bc.dimensions)
+    new_dims = []
+    for d in red.dimensions:
+        if d not in bdims:
+            return None
+        new_dims.append(bdims.index(d))
+    new_red = ctx.b.reduce(a, init, new_dims, red.to_apply)
+    out_dims = []
+    for od in range(a.shape.rank):
+        if od in new_dims:
+            continue
+        bd = bdims[od]
+        out_dims.append(bd - sum(1 for d in red.dimensions if d < bd))
+    return ctx.b.broadcast(new_red, red.shape.dims, out_dims)
+
+
+@r(P("reduce", P("broadcast", X("a"), name="bc"), X("init")),
+   "reduce(broadcast(A), +) over added dims => broadcast(init + A * n)", exact=False)
+def _reduce_bcast_add(ctx, a, bc, init):
+    red = ctx.inst
+    if not _is_add(red.to_apply) or list(bc.dimensions) != sorted(bc.dimensions):
+        return None
+    if not _reassoc_float(ctx, red):
+        return None
+    prod = 1
+    new_bdims = []
+    ncommon = 0
+    for i in range(bc.shape.rank):
+        added = i not in bc.dimensions
+        removed = i in red.dimensions
+        if removed and not added:
+            return None
+        if removed and added:
+            prod *= bc.shape.dims[i]
+            ncommon += 1
+        elif not removed and not added:
+            new_bdims.append(i - ncommon)
+    bld = ctx.b
+    mul = bld.binary("multiply", a, bld.scalar_like(a, prod))
+    add = bld.binary("add", bld.broadcast(init, mul.shape.dims, ()), mul)
+    return bld.broadcast(add, red.shape.dims, new_bdims)
+
+
+# ---- reduce-window -------------------------------------------------------------------------
+@r(P("reduce-window"), "reduce-window of/to zero elements => broadcast(init)")
+def _rw_empty(ctx):
+    rw = ctx.inst
+    inputs, inits = _reduce_parts(rw)
+    if inputs[0].shape.num_elements() != 0 and _result_shape(rw).num_elements() != 0:
+        return None
+    if rw.shape.is_tuple():
+        return ctx.b.tuple([ctx.b.broadcast(i, s.dims, ())
+                            for i, s in zip(inits, rw.shape.tuple_shapes)])
+    return ctx.b.broadcast(inits[0], rw.shape.dims, ())
+
+
+@r(P("reduce-window", X("x", pred=lambda i: i.shape.rank == 0), X("init")),
+   "reduce-window of a scalar => A", exact=False)
+def _rw_scalar(ctx, x, init):
+    return x if is_reduction_identity(init, ctx.inst.to_apply) else None
+
+
+def _window(rw):
+    return rw.attr("window").dims
+
+
+@r(P("reduce-window", X("x"), X("init")),
+   "reduce-window with a 1x..x1 window => op(A, init) (+ pad)")
+def _rw_trivial(ctx, x, init):
+    rw = ctx.inst
+    win = _window(rw)
+    if not all(d.size == 1 and d.stride == 1 and d.window_dilation == 1 and
+               d.base_dilation == 1 and not d.window_reversal for d in win):
+        return None
+    op = root_is_binary_of_params(rw.to_apply, ("add", "minimum", "maximum"))
+    if op is None:
+        return None
+    bld = ctx.b
+    new = bld.binary(op, x, bld.broadcast(init, x.shape.dims, ()))
+    if any(d.padding_low > 0 or d.padding_high > 0 for d in win):
+        new = bld.pad(new, init, [(d.padding_low, d.padding_high, 0) for d in win])
+    return new
+
+
+@r(P("reduce-window", X("x"), X("init")),
+   "reduce-window whose windows span whole dims => reshape(reduce)", exact=False)
+def _rw_to_reduce(ctx, x, init):
+    rw = ctx.inst
+    if not ctx.opts.enable_window_reduce_to_reduce_replacement or not _reassoc_float(ctx, rw):
+        return None
+    win = _window(rw)
+    if any(d.stride != 1 or d.window_dilation != 1 or d.base_dilation != 1
+           or d.padding_low or d.padding_high or d.window_reversal for d in win):
+        return None
+    dims = []
+    for i, d in enumerate(win):
+        if d.size == 1:
+            continue
+        if rw.shape.dims[i] == 1:
+            dims.append(i)
+        else:
+            return None
+    if not dims:
+        return None
+    red = ctx.b.reduce(x, init, dims, rw.to_apply)
+    return ctx.b.reshape(red, rw.shape.dims)
+
+
+# ---- sort / map / gather / scatter --------------------------------------------------------
+@r(P("sort"), "sort over a dimension of size <= 1 => its operand(s)")
+def _sort_trivial(ctx):
+    s = ctx.inst
+    op = s.operands[0]
+    d = s.dimensions[0]
+    if op.shape.num_elements() != 0 and op.shape.dims[d] > 1:
+        return None
+    if len(s.operands) == 1:
+        return op
+    return ctx.b.tuple(s.operands)
+
+
+@r(P("map"), "map whose computation returns a parameter => that operand")
+def _map_param(ctx):
+    m = ctx.inst
+    root = m.to_apply.root
+    if root.opcode != "parameter":
+        return None
+    return m.operands[root.parameter_number]
+
+
+@r(P("map"), "map whose computation returns a constant => broadcast(constant)")
+def _map_const(ctx):
+    m = ctx.inst
+    root = m.to_apply.root
+    if root.opcode != "constant" or root.shape.rank != 0 or root.literal.elided:
+        return None
+    c = ctx.b.constant(root.literal)
+    if m.shape.rank == 0:
+        return c
+    return ctx.b.broadcast(c, m.shape.dims, ())
+
+
+@r(P("map"), "map of an elementwise op over parameters => the op")
+def _map_inline(ctx):
+    m = ctx.inst
+    root = m.to_apply.root
+    if root.opcode == "fusion" or not is_elementwise(root.opcode):
+        return None
+    if any(o.opcode != "parameter" for o in root.operands):
+        return None
+    ops = [m.operands[o.parameter_number] for o in root.operands]
+    return ctx.b.clone(root, ops, m.shape.without_layout())
+
+
+@r(P("gather", X("op"), X()), "gather from a zero-element operand => 0")
+def _gather_empty(ctx, op):
+    if op.shape.num_elements() != 0:
+        return None
+    return ctx.b.scalar_like(ctx.inst, 0)
+
+
+@r(P("gather", X("op"), X()), "gather from an effective scalar => broadcast(scalar)")
+def _gather_scalar(ctx, op):
+    if op.shape.num_elements() != 1:
+        return None
+    s = op if op.shape.rank == 0 else ctx.b.reshape(op, ())
+    return ctx.b.broadcast(s, ctx.inst.shape.dims, ())
+
+
+@r(P("gather", X("op"), X("idx")), "gather from a tiny 1-D operand => select chain")
+def _gather_small(ctx, op, idx):
+    g = ctx.inst
+    n = ctx.opts.very_small_gather_size
+    if op.shape.rank != 1 or op.shape.dims[0] > n:
+        return None
+    if g.attr("index_vector_dim") != idx.shape.rank or \
+            len(g.attr("collapsed_slice_dims", ())) != 1:
+        return None
+    bld = ctx.b
+
+    def value(i):
+        sl = bld.slice(op, [i], [i + 1])
+        return bld.broadcast(bld.reshape(sl, ()), g.shape.dims, ())
+    # The index is broadcast along the gather's offset dims (none here: slice size 1
+    # collapsed), so the result shape equals the index shape.
+    if tuple(g.shape.dims) != tuple(idx.shape.dims):
+        return None
+    result = value(0)
+    for i in range(op.shape.dims[0]):
+        mask = bld.compare(idx, bld.scalar_like(idx, i), "GE")
+        result = bld.select(mask, value(i), result)
+    return result
+
+
+@r(P("scatter"), "scatter with only zero-element updates => its operand(s)")
+def _scatter_empty(ctx):
+    s = ctx.inst
+    n = (len(s.operands) - 1) // 2
+    ops, upds = s.operands[:n], s.operands[n + 1:]
+    if not all(u.shape.num_elements() == 0 for u in upds):
+        return None
+    if n == 1:
+        return ops[0]
+    return ctx.b.tuple(ops)
+
+
+RULES = Rules(_R)

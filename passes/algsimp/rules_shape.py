@@ -1,0 +1,424 @@
+"""algsimp rules for data movement: broadcast reshape transpose copy bitcast reverse.
+
+(slice, concatenate, pad and the dynamic slices live in rules_slice.py.)
+"""
+from __future__ import annotations
+
+from hlo_opt.ir.opcodes import is_elementwise
+
+from .._rewrite import CHANGED, P, Rule, Rules, X, remove_dead
+from .._shape_util import (common_factors, drop_degenerate, inserted_or_deleted_1_dims,
+                           reshape_leaves_dims_unmodified)
+from .predicates import compose_perm, inverse_perm, is_identity_perm
+
+_R: list[Rule] = []
+
+
+def r(pat, label, exact=True):
+    def deco(fn):
+        _R.append(Rule(pat, fn, label, exact))
+        return fn
+    return deco
+
+
+def _dead(i):
+    return i.user_count == 0 and not i.is_root
+
+
+# ---- broadcast --------------------------------------------------------------------------
+@r(P("broadcast", X("x")), "broadcast(A) => reshape(A) when no elements are added")
+def _bcast_as_reshape(ctx, x):
+    dims = list(ctx.inst.dimensions)
+    if dims == sorted(dims) and ctx.inst.shape.num_elements() == x.shape.num_elements():
+        return ctx.b.reshape(x, ctx.inst.shape.dims)
+    return None
+
+
+@r(P("broadcast", X("x")), "broadcast(A) => transpose(A) for a pure permutation")
+def _bcast_as_transpose(ctx, x):
+    s = ctx.inst.shape
+    if s.rank == x.shape.rank and s.num_elements() == x.shape.num_elements():
+        return ctx.b.transpose(x, inverse_perm(ctx.inst.dimensions))
+    return None
+
+
+@r(P("broadcast", P("reshape", X("a"), name="rs")),
+   "broadcast(reshape(A)) => broadcast(A) when the reshape only inserts 1-sized dims")
+def _bcast_of_degenerate_reshape(ctx, a, rs):
+    d = inserted_or_deleted_1_dims(a.shape.dims, rs.shape.dims)
+    if d is None or d[0]:
+        return None
+    inserted = set(d[1])
+    dims = [v for i, v in enumerate(ctx.inst.dimensions) if i not in inserted]
+    return ctx.b.broadcast(a, ctx.inst.shape.dims, dims)
+
+
+def _replace_user(ctx, user, new):
+    """Replace an instruction other than the visited one (XLA: user->ReplaceAllUsesWith)."""
+    if user.is_root:
+        new.shape = user.shape  # the root keeps its layout
+    if "metadata" in user.attrs and "metadata" not in new.attrs:
+        new.attrs["metadata"] = user.attrs["metadata"]
+    user.replace_all_uses_with(new)
+    remove_dead(ctx.comp, user, ctx.ctrl_succ)
+
+
+def _sink_broadcast(ctx, bc):
+    """XLA's TryToSinkBroadcastAfterElementwiseOps: op(bcast(A), bcast(B)) =>
+    bcast(op(A, B)) when every operand of the user is a scalar or an equal broadcast."""
+    x = bc.operands[0]
+    changed = False
+
+    def scalar_bcast(i):
+        return i.opcode == "broadcast" and i.operands[0].shape.rank == 0
+
+    def equal_bcast(i):
+        return (i.opcode == "broadcast" and i.operands[0].shape == x.shape
+                and tuple(i.dimensions) == tuple(bc.dimensions))
+
+    for user in bc.users:
+        if user.parent is not ctx.comp or _dead(user) or user.opcode in ("copy", "fusion"):
+            continue
+        if not is_elementwise(user.opcode) or user.control_predecessors \
+                or user in ctx.ctrl_succ:
+            continue
+        if not all(scalar_bcast(o) or equal_bcast(o) for o in user.operands):
+            continue
+        new_ops = []
+        for o in user.operands:
+            if scalar_bcast(o) and not equal_bcast(o):
+                new_ops.append(ctx.b.broadcast(o.operands[0], x.shape.dims, ()))
+            else:
+                new_ops.append(o.operands[0])
+        shape = x.shape.without_layout().with_element_type(user.shape.element_type)
+        new_user = ctx.b.clone(user, new_ops, shape)
+        new_bc = ctx.b.broadcast(new_user, user.shape.dims, bc.dimensions)
+        _replace_user(ctx, user, new_bc)
+        changed = True
+    return CHANGED if changed else None
+
+
+@r(P("broadcast", X("x")), "elementwise(bcast(A), bcast(B)) => bcast(elementwise(A, B))")
+def _bcast_sink(ctx, x):
+    if not ctx.opts.enable_sink_broadcast or ctx.inst.shape.rank == 0:
+        return None
+    return _sink_broadcast(ctx, ctx.inst)
+
+
+_PERMUTING = frozenset(("reshape", "reverse", "transpose"))
+
+
+@r(P("broadcast", X("x", pred=lambda i: i.shape.rank == 0)),
+   "reshape/transpose/reverse/slice/dynamic-slice of bcast(scalar) => bcast(scalar)")
+def _bcast_scalar_users(ctx, x):
+    bc = ctx.inst
+    for user in bc.users:
+        if user.parent is not ctx.comp or _dead(user) or user.control_predecessors \
+                or user in ctx.ctrl_succ:
+            continue
+        ok = (user.opcode in _PERMUTING
+              or (user.opcode == "sort" and not user.shape.is_tuple())
+              or (user.opcode == "slice")
+              or (user.opcode == "dynamic-slice"
+                  and [i for i, o in enumerate(user.operands) if o is bc] == [0]))
+        if not ok:
+            continue
+        _replace_user(ctx, user, ctx.b.broadcast(x, user.shape.dims, ()))
+        return CHANGED
+    return None
+
+
+@r(P("broadcast", P("iota", name="iota")), "broadcast(iota) => iota")
+def _bcast_iota(ctx, iota):
+    d = ctx.inst.dimensions[iota.attr("iota_dimension")]
+    return ctx.b.iota(ctx.inst.shape.element_type, ctx.inst.shape.dims, d)
+
+
+@r(P("broadcast", P("broadcast", X("a"), name="inner")), "broadcast(broadcast(A)) => broadcast(A)")
+def _bcast_bcast(ctx, a, inner):
+    dims = ctx.inst.dimensions
+    return ctx.b.broadcast(a, ctx.inst.shape.dims, [dims[d] for d in inner.dimensions])
+
+
+@r(P("broadcast", X("x", pred=lambda i: 1 in i.shape.dims)),
+   "broadcast(A) => broadcast(reshape(A)) dropping A's 1-sized dims")
+def _bcast_degenerate(ctx, x):
+    if ctx.opts.is_layout_sensitive or not ctx.opts.enable_broadcast_degenerate_dimension:
+        return None
+    if x.shape.is_dynamic():
+        return None
+    rs = ctx.b.reshape(x, drop_degenerate(x.shape.dims))
+    dims = [ctx.inst.dimensions[i] for i, d in enumerate(x.shape.dims) if d != 1]
+    return ctx.b.broadcast(rs, ctx.inst.shape.dims, dims)
+
+
+# ---- reshape ----------------------------------------------------------------------------
+@r(P("reshape", X(), pred=lambda i: i.shape.is_array() and i.shape.num_elements() == 0),
+   "reshape to a zero-element shape => empty constant")
+def _reshape_empty(ctx):
+    import numpy as np
+    from hlo_opt.ir.literal import Literal
+    s = ctx.inst.shape
+    arr = np.zeros(s.dims, dtype=s.dtype)
+    return ctx.b.constant(Literal(s.without_layout(), arr))
+
+
+@r(P("reshape", X("x")), "reshape(A) => A when the shape does not change")
+def _reshape_nop(ctx, x):
+    return x
+
+
+@r(P("reshape", P("reshape", X("a"))), "reshape(reshape(A)) => reshape(A)")
+def _reshape_reshape(ctx, a):
+    return ctx.b.reshape(a, ctx.inst.shape.dims)
+
+
+def _num_degenerate(dims):
+    return sum(1 for d in dims if d == 1)
+
+
+def _valid_degenerate_reshape(inst):
+    if inst.opcode not in ("reshape", "bitcast"):
+        return False
+    if inst.opcode == "bitcast":
+        return False  # only when ReshapeIsBitcast, i.e. layout sensitive
+    src, dst = inst.operands[0].shape.dims, inst.shape.dims
+    return (_num_degenerate(dst) <= 1 and _num_degenerate(src) <= 1
+            and inserted_or_deleted_1_dims(src, dst) is not None)
+
+
+def _effective_perm(perm, from_dims, to_dims):
+    if _num_degenerate(from_dims) == 1:
+        deg = list(from_dims).index(1)
+        out = []
+        for p in perm:
+            if p == deg:
+                continue
+            out.append(p - 1 if p > deg else p)
+        return out
+    return list(perm)
+
+
+def _remove_transpose_chain(inst):
+    """XLA's TryRemovingBitcastOrReshapeTransposeChain: the start of a chain of transposes
+    and 1-dim-shuffling reshapes that composes to the identity, or None."""
+    if inst.opcode == "transpose":
+        if is_identity_perm(inst.dimensions):
+            return None
+    elif not _valid_degenerate_reshape(inst):
+        return None
+    eff = len(drop_degenerate(inst.shape.dims))
+    perm = list(range(eff))
+    if inst.opcode == "transpose":
+        perm = _effective_perm(inst.dimensions, inst.operands[0].shape.dims, inst.shape.dims)
+    start = None
+    cur = inst.operands[0]
+    while cur.opcode in ("reshape", "transpose", "bitcast"):
+        if cur.opcode != "transpose" and not _valid_degenerate_reshape(cur):
+            return None
+        if cur.opcode == "transpose":
+            if is_identity_perm(cur.dimensions):
+                return None
+            perm = compose_perm(_effective_perm(cur.dimensions, cur.operands[0].shape.dims,
+                                                cur.shape.dims), perm)
+        start = cur
+        cur = cur.operands[0]
+    if start is None or not is_identity_perm(perm):
+        return None
+    new = start.operands[0]
+    return new if new.shape.same_dims_and_type(inst.shape) else None
+
+
+@r(P("reshape"), "chain of transposes and 1-dim reshapes composing to identity => its input")
+def _reshape_chain(ctx):
+    return _remove_transpose_chain(ctx.inst)
+
+
+@r(P("reshape", P("broadcast", X("a"), name="bc")),
+   "reshape(broadcast(A)) => broadcast(A) when A's dims are unmodified")
+def _reshape_bcast(ctx, a, bc):
+    dims = reshape_leaves_dims_unmodified(bc.shape.dims, ctx.inst.shape.dims, bc.dimensions)
+    if dims is None:
+        return None
+    return ctx.b.broadcast(a, ctx.inst.shape.dims, dims)
+
+
+@r(P("reshape", P("iota", name="iota")), "reshape(iota) => iota (or a mixed-radix sum)")
+def _reshape_iota(ctx, iota):
+    from hlo_opt.ir.types import is_integral
+    rs = ctx.inst
+    idim = iota.attr("iota_dimension")
+    cf = common_factors(iota.shape.dims, rs.shape.dims)
+    k = next((n for n, (a, b) in enumerate(cf)
+              if a == idim and b < rs.shape.rank and rs.shape.dims[b] > 1), None)
+    has_next = any(a == idim + 1 for a, _ in cf)
+    if k is None or not has_next or k + 1 >= len(cf):
+        return None
+    t = rs.shape.element_type
+    lo, hi = cf[k][1], cf[k + 1][1]
+    if hi - lo > 1 and not is_integral(t) and rs.shape.num_elements() > (1 << 24):
+        return None  # float iota products beyond 2^24 would round differently
+    result = None
+    mult = 1
+    for dim in range(hi - 1, lo - 1, -1):
+        new_iota = ctx.b.iota(t, rs.shape.dims, dim)
+        if result is None:
+            result = new_iota
+        else:
+            result = ctx.b.binary("add", result, ctx.b.binary(
+                "multiply", new_iota, ctx.b.scalar_like(rs, mult)))
+        mult *= rs.shape.dims[dim]
+    return result
+
+
+# ---- transpose ------------------------------------------------------------------------
+@r(P("transpose", X("x"), pred=lambda i: is_identity_perm(i.dimensions)),
+   "transpose(A) => A for the identity permutation")
+def _transpose_id(ctx, x):
+    return x
+
+
+@r(P("transpose", P("transpose", X("a"), name="inner")), "transpose(transpose(A)) => transpose(A)")
+def _transpose_transpose(ctx, a, inner):
+    return ctx.b.transpose(a, compose_perm(inner.dimensions, ctx.inst.dimensions))
+
+
+@r(P("transpose"), "chain of transposes and 1-dim reshapes composing to identity => its input")
+def _transpose_chain(ctx):
+    return _remove_transpose_chain(ctx.inst)
+
+
+@r(P("transpose", P("dot", X("lhs"), X("rhs"), name="dot")), "transpose(dot(A, B)) => dot(B, A)",
+   exact=False)
+def _transpose_dot(ctx, lhs, rhs, dot):
+    from .._build import dot_dims, dot_extra_attrs
+    if not ctx.opts.supports_non_canonical_dots or dot.user_count != 1:
+        return None
+    lb, lc, rb, rc = dot_dims(dot)
+    perm = ctx.inst.dimensions
+    nb = len(lb)
+    if any(perm[i] >= nb for i in range(nb)):
+        return None
+    n_r = rhs.shape.rank - len(rc) - len(rb)
+    n_l = lhs.shape.rank - len(lc) - len(lb)
+    if any(perm[nb + i] != nb + n_l + i for i in range(n_r)):
+        return None
+    if any(perm[nb + n_r + i] != nb + i for i in range(n_l)):
+        return None
+    new_lb = [rb[perm[b]] for b in range(nb)]
+    new_rb = [lb[perm[b]] for b in range(nb)]
+    return ctx.b.dot(rhs, lhs, new_lb, rc, new_rb, lc, dot.shape.element_type,
+                     dot_extra_attrs(dot, swap=True))
+
+
+def _only_permutes_degenerate(dims, perm):
+    kept = [p for i, p in enumerate(perm) if dims[i] != 1]
+    return len(kept) < len(perm) and kept == sorted(kept)
+
+
+@r(P("transpose", X("x")), "transpose moving only 1-sized dims => reshape")
+def _transpose_degenerate(ctx, x):
+    if _only_permutes_degenerate(ctx.inst.shape.dims, ctx.inst.dimensions):
+        return ctx.b.reshape(x, ctx.inst.shape.dims)
+    return None
+
+
+def transpose_of_broadcast(ctx, inst, perm):
+    bc = inst.operands[0]
+    if bc.opcode != "broadcast" or list(bc.dimensions) != sorted(bc.dimensions):
+        return None
+    inv = inverse_perm(perm)
+    new_dims = [inv[d] for d in bc.dimensions]
+    if new_dims != sorted(new_dims):
+        return None
+    return ctx.b.broadcast(bc.operands[0], inst.shape.dims, new_dims)
+
+
+@r(P("transpose", P("broadcast")), "transpose(broadcast(A)) => broadcast(A) keeping A's order")
+def _transpose_bcast(ctx):
+    return transpose_of_broadcast(ctx, ctx.inst, ctx.inst.dimensions)
+
+
+# ---- copy / bitcast -------------------------------------------------------------------
+@r(P("copy", P("copy", X("a"))), "copy(copy(A)) => copy(A), or A when layouts match")
+def _copy_copy(ctx, a):
+    if a.shape == ctx.inst.shape:
+        return a
+    return ctx.b.copy(a)
+
+
+@r(P("copy", X("a")), "copy(A) => A")
+def _copy_nop(ctx, a):
+    c = ctx.inst
+    if "sharding" in c.attrs and c.parent is not None and c.parent.is_entry and c.is_root:
+        return None
+    return a
+
+
+@r(P("bitcast", P("bitcast", X("a"))), "bitcast(bitcast(A)) => bitcast(A)")
+def _bitcast_bitcast(ctx, a):
+    return ctx.b.bitcast(a, ctx.inst.shape)
+
+
+@r(P("bitcast", X("a")), "bitcast(A) => A when the shape does not change")
+def _bitcast_nop(ctx, a):
+    return a if a.shape.element_type == ctx.inst.shape.element_type else None
+
+
+# ---- reverse ------------------------------------------------------------------------------
+@r(P("reverse", X("x")), "reverse over 1-sized dims => A")
+def _reverse_trivial(ctx, x):
+    return x if all(ctx.inst.shape.dims[d] == 1 for d in ctx.inst.dimensions) else None
+
+
+@r(P("reverse", P("reverse", X("a"), name="inner")), "reverse(reverse(A)) => reverse(sym. diff.)")
+def _reverse_reverse(ctx, a, inner):
+    if ctx.opts.is_layout_sensitive:
+        return None
+    diff = sorted(set(ctx.inst.dimensions) ^ set(inner.dimensions))
+    if not diff:
+        return a
+    return ctx.b.reverse(a, diff)
+
+
+_REV_BINARY = frozenset(("add", "subtract", "multiply", "divide", "remainder", "power",
+                         "maximum", "minimum", "atan2", "complex", "and", "or", "xor",
+                         "shift-left", "shift-right-arithmetic", "shift-right-logical"))
+
+
+def _scalar_bcast(i):
+    return i.opcode == "broadcast" and not i.dimensions and i.operands[0].shape.rank == 0
+
+
+@r(P("reverse", P(_REV_BINARY, X("a"), X("b"), name="op")),
+   "reverse(op(A, bcast(c))) => op(reverse(A), bcast(c))")
+def _reverse_binary(ctx, a, b, op):
+    if ctx.opts.is_layout_sensitive:
+        return None
+    dims = ctx.inst.dimensions
+    if _scalar_bcast(a):
+        return ctx.b.binary(op.opcode, a, ctx.b.reverse(b, dims))
+    if _scalar_bcast(b):
+        return ctx.b.binary(op.opcode, ctx.b.reverse(a, dims), b)
+    return None
+
+
+@r(P("reverse", P("reshape", X("a"), name="rs")),
+   "reverse(reshape(A)) => reshape(reverse(A)) when the reshape only inserts 1-sized dims")
+def _reverse_reshape(ctx, a, rs):
+    if ctx.opts.is_layout_sensitive:
+        return None
+    d = inserted_or_deleted_1_dims(a.shape.dims, rs.shape.dims)
+    if d is None or d[0]:
+        return None
+    inserted = sorted(d[1])
+    new_dims = []
+    for dim in ctx.inst.dimensions:
+        if rs.shape.dims[dim] == 1:
+            continue
+        new_dims.append(dim - sum(1 for i in inserted if i < dim))
+    inner = ctx.b.reverse(a, new_dims) if new_dims else a
+    return ctx.b.reshape(inner, rs.shape.dims)
+
+
+RULES = Rules(_R)

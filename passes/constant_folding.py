@@ -1,0 +1,186 @@
+"""``constant_folding``: XLA's HloConstantFolding, evaluating through the interpreter.
+
+An instruction is folded when at least one operand is a constant and every operand is a
+constant, a broadcast of a constant or an iota (looking through tuples), and it is
+foldable: not a broadcast/iota (they would only grow constants), fft, while (default
+level), parameter/constant/tuple; no rng/after-all/side effect anywhere inside (called
+computations are checked recursively); no control dependencies; not pad(broadcast,
+constant); and neither the result nor the operands exceed 45,000,000 elements.  The
+instruction is evaluated by the numpy interpreter on a one-instruction module; when the
+interpreter cannot evaluate it, it is left alone (XLA's TryEvaluate).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hlo_opt.errors import HloError
+from hlo_opt.ir.computation import Computation
+from hlo_opt.ir.instruction import Instruction
+from hlo_opt.ir.literal import Literal
+from hlo_opt.ir.module import HloModule
+from hlo_opt.ir.opcodes import SIDE_EFFECTING
+
+from ._rewrite import control_successors, remove_dead
+from .registry import register
+
+MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
+
+
+def has_side_effect(inst: Instruction) -> bool:
+    if inst.opcode in SIDE_EFFECTING:
+        return True
+    return inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect") == "true"
+
+
+def _any_operand_constant(inst) -> bool:
+    for o in inst.operands:
+        if o.opcode == "tuple":
+            if _any_operand_constant(o):
+                return True
+        elif o.opcode == "constant":
+            return True
+    return False
+
+
+def _all_operands_constant_like(inst) -> bool:
+    for o in inst.operands:
+        if o.opcode == "tuple":
+            if not _all_operands_constant_like(o):
+                return False
+        elif not (o.opcode in ("constant", "iota")
+                  or (o.opcode == "broadcast" and o.operands[0].opcode == "constant")):
+            return False
+    return True
+
+
+class _Foldability:
+    """XLA's IsFoldable with the per-computation cache."""
+
+    def __init__(self, aggressive: bool):
+        self.aggressive = aggressive
+        self.comp_ok: dict[Computation, bool] = {}
+
+    def __call__(self, inst: Instruction) -> bool:
+        op = inst.opcode
+        if op in ("broadcast", "iota", "fft"):
+            return False
+        if op == "while" and not self.aggressive:
+            return False
+        if op.startswith("async-"):
+            return False
+        for c in inst.called:
+            ok = self.comp_ok.get(c)
+            if ok is None:
+                self.comp_ok[c] = True  # recursion guard
+                ok = all(self(i) for i in c.post_order())
+                self.comp_ok[c] = ok
+            if not ok:
+                return False
+        if op in ("after-all", "rng") or has_side_effect(inst):
+            return False
+        if inst.control_predecessors:
+            return False
+        if op == "pad" and inst.operands[0].opcode == "broadcast" and \
+                inst.operands[1].opcode == "constant":
+            return False
+        if not self.aggressive and inst.shape.is_array():
+            operand_elems = sum(o.shape.num_elements() for o in inst.operands
+                                if o.shape.is_array())
+            if max(inst.shape.num_elements(), operand_elems) > MAX_CONSTANT_ELEMENTS:
+                return False
+        return True
+
+
+def evaluate(inst: Instruction):
+    """Evaluate ``inst`` (whose operands are constant-like) on the interpreter; returns the
+    value (numpy array, or tuple of them) or None when the interpreter cannot."""
+    from hlo_opt.backends.interpreter import Interpreter
+    module = HloModule("constant_folding")
+    comp = Computation("fold")
+    copies: dict[Instruction, Instruction] = {}
+
+    def copy(i):
+        c = copies.get(i)
+        if c is None:
+            c = Instruction(i.opcode, i.shape, [copy(o) for o in i.operands], dict(i.attrs),
+                            i.name, i.payload, i.called, i.called_attr)
+            c._literal = i._literal
+            c.parent = comp
+            comp._instructions[c] = None
+            copies[i] = c
+        return c
+    comp.root = copy(inst)
+    comp.is_entry = True
+    module.computations.append(comp)
+    module.entry = comp
+    comp.module = module
+    try:
+        with np.errstate(all="ignore"):
+            return Interpreter(module).run_value([])
+    except (HloError, ValueError, TypeError, ArithmeticError, NotImplementedError,
+            IndexError, KeyError, OverflowError):
+        return None
+
+
+def literal_of(value, shape) -> Literal | None:
+    if shape.is_tuple():
+        if not isinstance(value, tuple):
+            return None
+        elems = [literal_of(v, s) for v, s in zip(value, shape.tuple_shapes)]
+        if any(e is None for e in elems):
+            return None
+        return Literal(shape.without_layout(), elements=tuple(elems))
+    if not shape.is_array():
+        return None
+    arr = np.asarray(value)
+    if arr.dtype != shape.dtype or arr.shape != shape.dims:
+        return None
+    return Literal(shape.without_layout(), np.array(arr))
+
+
+@register
+class HloConstantFolding:
+    name = "constant_folding"
+
+    def __init__(self, aggressive: bool = False):
+        self.aggressive = aggressive
+        self.folded = 0
+
+    def run(self, module) -> bool:
+        self.folded = 0
+        foldable = _Foldability(self.aggressive)
+        skip = {c for comp in module.computations for i in comp.instructions
+                for c in i.called
+                if i.opcode == "fusion" or (i.opcode == "call" and
+                                            i.attrs.get("is_composite") == "true")}
+        changed = False
+        for comp in list(module.computations):
+            if comp in skip:
+                continue
+            ctrl = control_successors(comp)
+            for inst in comp.post_order():
+                if inst.parent is not comp or (inst.user_count == 0 and not inst.is_root):
+                    continue
+                if not self.aggressive and not _any_operand_constant(inst):
+                    continue
+                if not _all_operands_constant_like(inst):
+                    continue
+                if inst.opcode in ("parameter", "constant", "tuple") or inst in ctrl:
+                    continue
+                if not foldable(inst):
+                    continue
+                value = evaluate(inst)
+                if value is None:
+                    continue
+                lit = literal_of(value, inst.shape)
+                if lit is None:
+                    continue
+                new = comp.add("constant", lit.shape.with_layout(inst.shape.layout)
+                               if lit.shape.is_array() else inst.shape,
+                               payload=lit.to_text())
+                new._literal = Literal(new.shape, lit.array, lit.elements)
+                inst.replace_all_uses_with(new)
+                remove_dead(comp, inst, ctrl)
+                self.folded += 1
+                changed = True
+        return changed

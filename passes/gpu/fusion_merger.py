@@ -1,0 +1,119 @@
+"""``fusion_merger``: XLA's FusionMerger.
+
+Each loop fusion is merged into *all* of its users (wrapping users that are not fusions
+yet) when it can be fused into every one of them and the cost model says the merged
+kernels run faster than the producer kernel plus its consumers: fewer launches and no
+round trip of the producer's result through memory, against re-computing the producer
+in every consumer.  Refused: input fusions (reductions, transposes, scatters), bitcast
+users, producers that mostly transpose data feeding a reduction, fusions over budget,
+merges whose emitted code would be too large.
+"""
+from __future__ import annotations
+
+from hlo_opt.analysis.perf_model import estimate_run_times
+
+from ..registry import register
+from ._fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
+                       fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
+                       is_physically_transposing, producer_consumer_fusible)
+from ._fusion_util import absorb, create_fusion
+from ._graph import fusible_computations
+from ._indexing import IndexingEvaluation
+from ._options import device_for, options_for
+
+MAX_IR_SIZE = 10_000
+MAX_BASIC_BLOCK_SPLITS_PER_FUSION = 10
+_SPLITTING = frozenset({"reduce", "reduce-window", "concatenate", "scatter", "sort",
+                        "select-and-scatter"})
+
+
+def _ir_size(inst) -> int:
+    return len(fused_instructions(inst)) if inst.opcode == "fusion" else 1
+
+
+def _splits(inst) -> int:
+    body = fused_instructions(inst) if inst.opcode == "fusion" else [inst]
+    return sum(1 for i in body if i.opcode in _SPLITTING)
+
+
+def producer_consumer_merged_too_large(producer, consumer) -> bool:
+    """GpuHloCostAnalysis::ProducerConsumerMergedTooLarge: the producer is emitted once
+    per index it is read at in the consumer."""
+    replication = 1
+    if consumer.opcode == "fusion" and producer in consumer.operands:
+        replication = max(IndexingEvaluation(consumer).emitted(producer), 1)
+    n_splits = replication * _splits(producer) + _splits(consumer)
+    if n_splits > MAX_BASIC_BLOCK_SPLITS_PER_FUSION:
+        return True
+    merged = (_ir_size(producer) * replication + _ir_size(consumer)) * (1 << n_splits)
+    return merged > MAX_IR_SIZE
+
+
+def transposes_most_data(fusion) -> bool:
+    score = 0.0
+    total = max(sum(s.num_elements() for s in fusion.shape.leaves() if s.is_array()), 1)
+    for inst in fused_instructions(fusion):
+        if is_physically_transposing(inst):
+            score += sum(s.num_elements() for s in inst.shape.leaves() if s.is_array()) / total
+            if score >= 0.5:
+                return True
+    return False
+
+
+@register
+class FusionMerger:
+    name = "fusion_merger"
+
+    def run(self, module) -> bool:
+        self.options = options_for(module)
+        self.device = device_for(module)
+        changed = False
+        for comp in fusible_computations(module):
+            info = FusionInfoCache()
+            for producer in comp.post_order():
+                if producer.parent is not comp or producer.opcode != "fusion":
+                    continue
+                if self.should_fuse(producer, info) is None:
+                    self._fuse_into_all_users(comp, producer, info)
+                    changed = True
+        return changed
+
+    def should_fuse(self, producer, info: FusionInfoCache) -> str | None:
+        users = producer.users
+        if not users:
+            return "fusion has no users"
+        if not is_loop_fusion(producer):
+            return "not a loop fusion"
+        has_reduction_user = False
+        for user in users:
+            if user.opcode == "bitcast":
+                return "not fusing bitcast ops"
+            reason = producer_consumer_fusible(
+                producer, user, self.options.xla_gpu_enable_reduction_epilogue_fusion)
+            if reason:
+                return reason
+            if is_input_fusible_reduction(user):
+                has_reduction_user = True
+        if has_reduction_user and transposes_most_data(producer):
+            return "would read mostly uncoalesced"
+        for user in users:
+            reason = fusion_fits_in_budget(user, producer, self.device, True, info)
+            if reason:
+                return reason
+        for user in users:
+            if producer_consumer_merged_too_large(producer, user):
+                return f"if merged with {user.name} will generate huge IR"
+        unfused, fused = estimate_run_times(producer, users, device=self.device)
+        if fused > unfused:
+            return "will execute slower if fused"
+        return None
+
+    def _fuse_into_all_users(self, comp, producer, info: FusionInfoCache) -> None:
+        for user in list(producer.users):
+            consumer = user
+            if consumer.opcode != "fusion":
+                consumer = create_fusion(comp, user, choose_fusion_kind(producer, user))
+            absorb(consumer, producer)
+            info.invalidate(user)
+            info.invalidate(consumer)
+        info.invalidate(producer)

@@ -1,0 +1,179 @@
+"""``multi_output_fusion``: XLA's GpuMultiOutputFusion.
+
+Visiting instructions from the root up, for each one:
+
+1. *sibling* fusion: its users that are fusions (multi-output fusions first, then
+   fusions, then plain ops) are merged pairwise into one multi-output fusion when they
+   are not connected, their loops iterate over the same shape (a reduction: over its
+   input; heroes compatible), and the result fits the budget.  The shared operand is
+   then read once.
+2. *producer-consumer* fusion: a producer with several users is fused into one consumer
+   as an extra output (so its other users read that output instead of a separate kernel)
+   when no cycle results, it fits, and the cost model says it runs faster.
+
+Cycle checks use :class:`~hlo_opt.analysis.reachability.Reachability` (updated as fusions
+are formed) instead of rebuilding XLA's n^2 reachability map after every fusion.
+"""
+from __future__ import annotations
+
+from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.analysis.reachability import Reachability
+
+from ..registry import register
+from ._fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
+                       is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
+                       shapes_compatible_for_mof)
+from ._fusion_util import absorb, create_fusion, set_kind
+from ._graph import fusible_computations
+from ._options import device_for
+from .fusion_merger import producer_consumer_merged_too_large
+
+
+def _is_profitable_operand(inst) -> bool:
+    return not (inst.opcode == "constant" and inst.shape.is_array()
+                and inst.shape.num_elements() == 1)
+
+
+def _fusion_priority(inst) -> int:
+    if is_mof(inst):
+        return 2
+    return 1 if inst.opcode == "fusion" else 0
+
+
+def _is_nestable_variadic_reduction(inst) -> bool:
+    if not inst.shape.is_tuple():
+        return False
+    if inst.opcode == "reduce":
+        from ._reduction import is_reduction_from_or_to_contiguous_dimensions
+        return not is_reduction_from_or_to_contiguous_dimensions(inst)
+    return inst.opcode == "fusion" and is_fusion_kind(inst, "kLoop") and \
+        inst.called[0].root.opcode == "reduce"
+
+
+def _tuple_valued_root(inst) -> bool:
+    """A fusion (or op) whose value is a tuple without being a multi-output fusion:
+    not supported as a multi-output partner here."""
+    if inst.opcode == "fusion":
+        root = inst.called[0].root
+        return root.opcode != "tuple" and root.shape.is_tuple()
+    return inst.shape.is_tuple()
+
+
+def sibling_candidate(inst) -> str | None:
+    if inst.user_count == 0:
+        return "user count is zero"
+    if not is_fusible_as_mof_root(inst):
+        return "not fusible as MOF root"
+    if _is_nestable_variadic_reduction(inst) or _tuple_valued_root(inst):
+        return "merging with variadic reductions is not supported yet"
+    if is_mof(inst) and any(u.opcode != "get-tuple-element" for u in inst.users):
+        return "there exists a non-GTE user"
+    return None
+
+
+def _legal_to_fuse(a, b, device, info) -> str | None:
+    for x in (a, b):
+        if x.opcode == "fusion" and x.called[0].root.opcode == "dynamic-update-slice":
+            return "can't fuse multiple DUSs"
+    return fusion_fits_in_budget(a, b, device, False, info)
+
+
+@register
+class GpuMultiOutputFusion:
+    name = "multi_output_fusion"
+
+    def run(self, module) -> bool:
+        self.device = device_for(module)
+        changed = False
+        for comp in fusible_computations(module):
+            changed |= self._run_on(comp)
+        return changed
+
+    def _run_on(self, comp) -> bool:
+        reach = Reachability(comp)
+        info = FusionInfoCache()
+        changed = False
+        worklist = comp.post_order()
+        while worklist:
+            producer = worklist.pop()
+            if producer.parent is not comp or producer.opcode == "constant":
+                continue
+            if self._fuse_siblings(comp, producer, reach, info):
+                changed = True
+            consumer = self._pick_consumer(producer, reach, info)
+            if consumer is None:
+                continue
+            changed = True
+            info.invalidate(producer)
+            info.invalidate(consumer)
+            if consumer.opcode != "fusion":
+                consumer = create_fusion(comp, consumer, choose_fusion_kind(producer, consumer))
+            absorb(consumer, producer, as_output=True)
+            reach.forget(producer)
+            reach.update(consumer)
+        return changed
+
+    # -- siblings --
+    def _fuse_siblings(self, comp, parent, reach: Reachability, info) -> bool:
+        if not _is_profitable_operand(parent):
+            return False
+        changed = False
+        siblings = sorted(parent.users, key=_fusion_priority, reverse=True)
+        i = 0
+        while i < len(siblings):
+            a = siblings[i]
+            if a.parent is not comp or a.opcode != "fusion" or sibling_candidate(a):
+                i += 1
+                continue
+            j = i + 1
+            while j < len(siblings):
+                b = siblings[j]
+                if b.parent is not comp or sibling_candidate(b) or reach.connected(a, b) \
+                        or shapes_compatible_for_mof(a, b) or _legal_to_fuse(a, b, self.device,
+                                                                              info):
+                    j += 1
+                    continue
+                info.invalidate(a)
+                info.invalidate(b)
+                was_input = is_fusion_kind(b, "kInput")
+                absorb(a, b, as_output=True)
+                if was_input:
+                    set_kind(a, "kInput")
+                reach.forget(b)
+                reach.update(a)
+                changed = True
+                del siblings[j]
+            i += 1
+        return changed
+
+    # -- producer / consumer --
+    def _pick_consumer(self, producer, reach: Reachability, info):
+        users = producer.users
+        if not users or (len(users) == 1 and not is_mof(users[0])):
+            return None
+        if producer.opcode == "fusion" and producer.attrs.get("kind") == "kCustom":
+            return None
+        if producer_multi_output_fusible(producer) or _tuple_valued_root(producer):
+            return None
+        candidates = []
+        for consumer in users:
+            if not is_fusible_as_mof_root(consumer) or _tuple_valued_root(consumer):
+                continue
+            if is_mof(consumer) and any(u.opcode != "get-tuple-element" for u in consumer.users):
+                continue
+            if shapes_compatible_for_mof(producer, consumer):
+                continue
+            if any(o is not producer and reach.reaches(producer, o) for o in consumer.operands):
+                continue
+            if fusion_fits_in_budget(producer, consumer, self.device, False, info):
+                continue
+            if producer_consumer_merged_too_large(producer, consumer):
+                continue
+            unfused, fused = estimate_run_times(producer, [consumer], multi_output=True,
+                                                device=self.device)
+            if fused > unfused:
+                continue
+            candidates.append(consumer)
+        if not candidates:
+            return None
+        return max(candidates, key=_fusion_priority)

@@ -1,0 +1,44 @@
+"""``rename_fusions``: XLA's RenameFusions (post-fusion optimization).
+
+Fusions get descriptive names from their kind and heroes: ``<kind>_<heroes>_fusion``
+(``loop_add_fusion``, ``input_reduce_fusion``), fused computations ``fused_<heroes>``;
+with several roots the hero opcodes are sorted and joined with ``_`` (``-`` becomes
+``_``).  Custom fusions keep their names.  Always reports a change, as XLA does.
+"""
+from __future__ import annotations
+
+from ..registry import register
+from ._fusible import find_non_trivial_hero
+from ._fusion_util import fusion_outputs
+from ._graph import fusible_computations
+
+_KIND = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
+
+
+def hero_names(fusion) -> str:
+    heroes = sorted({find_non_trivial_hero(r).opcode for r in fusion_outputs(fusion)})
+    return "_".join(heroes).replace("-", "_")
+
+
+@register
+class RenameFusions:
+    name = "rename_fusions"
+
+    def run(self, module) -> bool:
+        changed = False
+        for comp in fusible_computations(module):
+            for inst in comp.instructions:
+                if inst.opcode != "fusion" or inst.attrs.get("kind") == "kCustom":
+                    continue
+                heroes = hero_names(inst)
+                kind = _KIND.get(inst.attrs.get("kind", "kLoop"), "loop")
+                new_name = f"{kind}_{heroes}_fusion"
+                if not inst.name.startswith(new_name):
+                    module.release_name(inst.name)
+                    inst.name = module.unique_name(new_name)
+                fused = inst.called[0]
+                comp_name = f"fused_{heroes}"
+                if not fused.name.startswith(comp_name):
+                    fused.name = module._unique_computation_name(comp_name)
+                changed = True
+        return changed

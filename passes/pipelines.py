@@ -1,0 +1,97 @@
+"""The named pipelines, as data (``hlo-opt --pipeline NAME``, ``hlo-opt pipelines``).
+
+A spec is a pass name (a string, XLA's spelling), ``Seq(name, [items])`` for a pipeline,
+or ``Fix(item, max_iterations=25)`` for a fixpoint (XLA's ``HloPassFix``).  Pipeline names
+follow XLA's GPU compiler (``optimization``, ``simplification``, ...).  To add a pass to a
+pipeline, add its name to the list; :func:`build_pipeline` resolves every name through the
+registry and fails loudly (``Pass <x> not found.``) on a name that is not registered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hlo_opt.errors import PassError
+
+__all__ = ["PIPELINES", "Fix", "Seq", "build_pipeline", "pipeline_names", "spec_pass_names"]
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A pipeline: ``name`` and its items (pass names, Seq, Fix) run in order."""
+
+    name: str
+    items: tuple
+
+    def __init__(self, name: str, items):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "items", tuple(items))
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Repeat ``body`` (a pass name or a Seq) until it changes nothing (at most N times)."""
+
+    body: "Seq | str"
+    max_iterations: int = 25
+
+    @property
+    def name(self) -> str:
+        return self.body if isinstance(self.body, str) else self.body.name
+
+
+# The simplification fixpoint: XLA's GPU "simplification" HloPassFix<HloPassPipeline>.
+SIMPLIFICATION = Fix(Seq("simplification", [
+    "tuple-simplifier",
+    "cse",
+    "dce",
+]))
+
+PIPELINES: "dict[str, Seq | Fix]" = {
+    # What `make run` and `--pipeline=optimization` run: inline calls, give each
+    # control-flow computation one caller, then simplify to a fixpoint.
+    "optimization": Seq("optimization", [
+        "call-inliner",
+        "flatten-call-graph",
+        SIMPLIFICATION,
+        "dce",
+    ]),
+    "simplification": SIMPLIFICATION,
+    # Clean-up only: what a pass test runs after the pass under test.
+    "cleanup": Seq("cleanup", ["tuple-simplifier", "dce"]),
+}
+
+
+def pipeline_names() -> list[str]:
+    return sorted(PIPELINES)
+
+
+def _build(spec):
+    from hlo_opt.pipeline import Fixpoint, Pipeline
+    if isinstance(spec, str):
+        return spec  # resolved (and checked) by Pipeline.add through the registry
+    if isinstance(spec, Seq):
+        return Pipeline(spec.name, [_build(item) for item in spec.items])
+    if isinstance(spec, Fix):
+        return Fixpoint(_build(spec.body), max_iterations=spec.max_iterations)
+    raise TypeError(f"bad pipeline spec item: {spec!r}")
+
+
+def build_pipeline(name: str):
+    """A fresh Pipeline (or Fixpoint) with new pass instances for ``name``."""
+    spec = PIPELINES.get(name)
+    if spec is None:
+        raise PassError(f"INVALID_ARGUMENT: Pipeline {name} not found. Known pipelines: "
+                        f"{', '.join(pipeline_names())}")
+    return _build(spec)
+
+
+def spec_pass_names(spec) -> list[str]:
+    """Every pass name a spec mentions, in order (with repeats)."""
+    if isinstance(spec, str):
+        return [spec]
+    if isinstance(spec, Fix):
+        return spec_pass_names(spec.body)
+    out: list[str] = []
+    for item in spec.items:
+        out += spec_pass_names(item)
+    return out

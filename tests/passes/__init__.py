@@ -1,0 +1,1 @@
+"""Pass framework and pass tests; harness.py is the differential harness."""

@@ -1,0 +1,46 @@
+"""Property: algsimp keeps the values of random small elementwise/reshape/broadcast graphs
+(bit for bit when only exact rules fired, else differential.RTOL/ATOL), and its result
+passes the verifier."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+
+from hlo_opt.api import parse_hlo, verify
+from passes.algsimp import AlgebraicSimplifier
+from tests.passes.differential import ATOL, RTOL
+from tests.passes.exactness import assert_bitwise, special_args
+from tests.passes.harness import assert_close, random_args
+from tests.passes.random_graphs import modules
+
+
+def _execute(module, args):
+    from hlo_opt.backends import execute
+    return [np.asarray(x) for x in execute(module, args)]
+
+
+def check_pass_on_random_graph(text, make_pass, exact_of):
+    module = parse_hlo(text, "<random>")
+    verify(module)
+    work = module.clone()
+    p = make_pass()
+    p.run(work)
+    verify(work)
+    exact = exact_of(p)
+    for seed in (0, 1):
+        for args in (random_args(module, seed), special_args(module, seed)):
+            with np.errstate(all="ignore"):
+                expected = _execute(module, args)
+                actual = _execute(work, args)
+            if exact:
+                assert_bitwise(expected, actual, text)
+            elif args is not None and seed == 0:
+                assert_close(expected, actual, RTOL, ATOL, text)
+    return p
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(modules())
+def test_algsimp_preserves_values_of_random_graphs(text):
+    check_pass_on_random_graph(text, AlgebraicSimplifier, lambda p: not p.last_inexact)
