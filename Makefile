@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q -e '.[test,cpu]'
+	$(PIP) install -q -e '.[test]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -28,6 +28,7 @@ run: install
 	$(VENV)/bin/hlo-opt $(SAMPLE) --pipeline=$(PIPELINE) --summary
 
 test: install-test
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium graphviz >/dev/null; } || echo "make test: chromium/graphviz not installed (as root: apt-get install -y chromium graphviz); their tests will skip"
 	$(PY) -m pytest tests
 
 bench: install-test

@@ -57,7 +57,9 @@ _register_commands()
 def run() -> None:
     """Console-script entry: user errors become one red line and exit code 1."""
     try:
-        main.main(standalone_mode=False)
+        rc = main.main(standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except HloError as e:
         click.secho(str(e), fg="red", err=True)
         sys.exit(getattr(e, "exit_code", 1))

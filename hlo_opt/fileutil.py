@@ -13,6 +13,7 @@ def write_atomic(path: str, data: str | bytes) -> None:
     try:
         with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
             f.write(data)
+        os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -20,3 +21,9 @@ def write_atomic(path: str, data: str | bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

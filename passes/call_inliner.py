@@ -66,7 +66,7 @@ def inline_call(call, ctrl_successors: set | None = None) -> dict:
                                       if mapping[p].parent is outer]
         for p in call.control_predecessors:
             if p not in clone.control_predecessors:
-                clone.control_predecessors.append(p)
+                clone.add_control_predecessor(p)
         ctrl_successors.update(clone.control_predecessors)
         mapping[inst] = clone
     new_root = mapping[callee.root]

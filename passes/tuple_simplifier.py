@@ -69,11 +69,11 @@ class _Replacer:
         for pred in preds:
             for t in targets:
                 if t is not pred and pred not in t.control_predecessors:
-                    t.control_predecessors.append(pred)
+                    t.add_control_predecessor(pred)
         for succ in successors:
             succ.control_predecessors = [p for p in succ.control_predecessors if p is not old]
             if succ is not new and new not in succ.control_predecessors:
-                succ.control_predecessors.append(new)
+                succ.add_control_predecessor(new)
         old.control_predecessors = []
         self.ctrl = control_successor_set(self.comp)
 

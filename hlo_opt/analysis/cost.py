@@ -25,7 +25,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE
 from hlo_opt.ir.shape import Shape
 
-__all__ = ["Cost", "FREE_OPCODES", "TRANSCENDENTAL", "fusion_param_read_bytes",
+__all__ = ["Cost", "CostCache", "FREE_OPCODES", "TRANSCENDENTAL", "fusion_param_read_bytes",
            "instruction_cost", "kernel_computations", "module_cost", "operand_utilization",
            "shape_bytes", "value_shape"]
 
@@ -66,6 +66,8 @@ def shape_bytes(shape: Shape) -> int:
 
 
 def _elements(shape: Shape) -> int:
+    if shape.element_type != "tuple":
+        return shape.num_elements() if shape.is_array() else 0
     return sum(s.num_elements() for s in shape.leaves() if s.is_array())
 
 
@@ -335,3 +337,56 @@ def module_cost(module) -> Cost:
         for inst in comp.instructions:
             total = total + instruction_cost(inst)
     return total
+
+
+class CostCache:
+    """Memoized :func:`instruction_cost` and fused-parameter utilization; a pass calls
+    :meth:`invalidate` on every instruction it changes (fusions it grows)."""
+
+    def __init__(self):
+        self._cost: dict = {}
+        self._util: dict = {}
+        self.run_times: dict = {}  # filled by the performance model
+
+    def cost(self, inst: Instruction) -> Cost:
+        c = self._cost.get(inst)
+        if c is None:
+            c = self._cost[inst] = instruction_cost(inst)
+        return c
+
+    def utilization(self, inst: Instruction, i: int) -> float:
+        if inst.opcode != "fusion":
+            return _own_operand_utilization(inst, i)
+        u = self._util.get(inst)
+        if u is None:
+            u = self._util[inst] = fused_parameter_utilization(inst)
+        return u[i]
+
+    def invalidate(self, inst: Instruction) -> None:
+        self._cost.pop(inst, None)
+        self._util.pop(inst, None)
+        self.run_times.pop(inst, None)
+
+
+_CONTROL = frozenset({"while", "conditional", "call"})
+
+
+def kernel_breakdown(module) -> dict[str, int]:
+    """What would launch as GPU kernels: fusions, library calls (cuBLAS / cuDNN
+    custom-calls) and every other unfused instruction that moves data (parameters,
+    constants, tuples, get-tuple-element, bitcasts and control flow do not)."""
+    out = {"fusions": 0, "library_calls": 0, "unfused": 0}
+    for comp in kernel_computations(module):
+        for inst in comp.instructions:
+            op = inst.opcode
+            if op in FREE_OPCODES or op in _CONTROL:
+                continue
+            if op == "fusion":
+                out["fusions"] += 1
+            elif op == "custom-call" and inst.custom_call_target.startswith(("__cublas",
+                                                                            "__cudnn")):
+                out["library_calls"] += 1
+            else:
+                out["unfused"] += 1
+    out["kernels"] = out["fusions"] + out["library_calls"] + out["unfused"]
+    return out

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import (Cost, fusion_param_read_bytes, instruction_cost, operand_utilization,
-                   shape_bytes)
+from .cost import Cost, CostCache, fusion_param_read_bytes, shape_bytes
 from .device import DEFAULT_DEVICE, DeviceInfo
 
 KERNEL_LAUNCH_OVERHEAD = 1e-6  # seconds (kKernelLaunchOverhead)
@@ -55,40 +54,47 @@ def _threads(inst) -> int:
     return max((s.num_elements() for s in shape.leaves() if s.is_array()), default=1)
 
 
-def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cost: Cost | None = None) -> RunTime:
-    cost = cost or instruction_cost(inst)
+def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
+             ) -> RunTime:
+    if cache is not None:
+        rt = cache.run_times.get(inst)
+        if rt is not None:
+            return rt
+    cost = (cache or CostCache()).cost(inst)
     compute = _compute_time(device, cost.flops + 4 * cost.transcendentals, _threads(inst))
     read = _read_time(device, cost.bytes_read, cost.bytes_read)
     write = cost.bytes_written / device.memory_bandwidth
-    return RunTime(_combine(compute, read + write), compute, read, write)
+    rt = RunTime(_combine(compute, read + write), compute, read, write)
+    if cache is not None:
+        cache.run_times[inst] = rt
+    return rt
 
 
-def _producer_read_bytes(producer) -> float:
-    if producer.opcode == "fusion":
-        return sum(fusion_param_read_bytes(p)
-                   for p in producer.fused_computation.parameters if p is not None)
-    return instruction_cost(producer).bytes_read
+def _producer_read_bytes(producer, cache: CostCache) -> float:
+    return cache.cost(producer).bytes_read
 
 
 def fused_exec_time(producer, producer_rt: RunTime, consumer,
-                    device: DeviceInfo = DEFAULT_DEVICE) -> float:
+                    device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
+                    ) -> float:
     """Time of ``consumer`` with ``producer`` fused into it."""
-    consumer_cost = instruction_cost(consumer)
+    cache = cache or CostCache()
+    consumer_cost = cache.cost(consumer)
     utilization = 0.0
     producer_bytes_in_consumer = 0.0
     for i, o in enumerate(consumer.operands):
         if o is producer:
-            utilization += operand_utilization(consumer, i)
+            utilization += cache.utilization(consumer, i)
             if consumer.opcode == "fusion":
                 producer_bytes_in_consumer += fusion_param_read_bytes(
                     consumer.fused_computation.parameters[i])
             else:
                 producer_bytes_in_consumer += shape_bytes(producer.shape)
-    producer_cost = instruction_cost(producer)
+    producer_cost = cache.cost(producer)
     flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + utilization * (
         producer_cost.flops + 4 * producer_cost.transcendentals)
     compute = _compute_time(device, flops, _threads(consumer))
-    producer_in = _producer_read_bytes(producer)
+    producer_in = _producer_read_bytes(producer, cache)
     other_reads = max(consumer_cost.bytes_read - producer_bytes_in_consumer, 0.0)
     read = _read_time(device, other_reads, other_reads) + \
         _read_time(device, producer_in, producer_in * max(utilization, 1e-9))
@@ -97,13 +103,15 @@ def fused_exec_time(producer, producer_rt: RunTime, consumer,
 
 
 def estimate_run_times(producer, consumers, multi_output: bool = False,
-                       device: DeviceInfo = DEFAULT_DEVICE) -> tuple[float, float]:
-    producer_rt = run_time(producer, device)
+                       device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
+                       ) -> tuple[float, float]:
+    cache = cache or CostCache()
+    producer_rt = run_time(producer, device, cache)
     unfused = KERNEL_LAUNCH_OVERHEAD * (len(consumers) + 1) + producer_rt.exec_time
     fused = KERNEL_LAUNCH_OVERHEAD * len(consumers)
     for consumer in consumers:
-        unfused += run_time(consumer, device).exec_time
-        fused += fused_exec_time(producer, producer_rt, consumer, device)
+        unfused += run_time(consumer, device, cache).exec_time
+        fused += fused_exec_time(producer, producer_rt, consumer, device, cache)
     if multi_output:
         fused += producer_rt.write_time
     return unfused, fused

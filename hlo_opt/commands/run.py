@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 
 import click
-import numpy as np
 
 from ..api import load_modules_from_text, read_input
 from ..errors import HloError
@@ -84,6 +83,7 @@ def command(ctx, input, pipeline, passes, backend, inputs_path, random_inputs, s
 def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, seed,
                 outputs_path, compare_with, abs_bound, rel_bound, iterations, print_literals,
                 raw_bits, label):
+    import numpy as np
     from ..backends import compile as compile_module
     from ..backends.interpreter.literals import (arguments_from_npz, compare_results,
                                                  load_npz, output_arrays, random_arguments,
@@ -148,6 +148,7 @@ def _optimize(module, flag_tokens, passes, pipeline):
 
 
 def _print_values(kind, values, shapes):
+    import numpy as np
     for i, (v, s) in enumerate(zip(values, shapes)):
         tag = "arg" if kind == "input" else "out"
         click.echo(f"{kind} {tag}{i}: {s.to_text(False)}")

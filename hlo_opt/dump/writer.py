@@ -48,6 +48,7 @@ class DumpConfig:
     pass_re: "re.Pattern | None"
     pipeline_re: "re.Pattern | None"
     dump_all_modules: bool
+    unsupported: tuple = ()
 
     @classmethod
     def from_options(cls, o: DebugOptions) -> "DumpConfig":
@@ -73,7 +74,9 @@ class DumpConfig:
             pass_re_text=o.xla_dump_hlo_pass_re,
             pass_re=_compile(o.xla_dump_hlo_pass_re, "xla_dump_hlo_pass_re"),
             pipeline_re=_compile(o.xla_dump_hlo_pipeline_re, "xla_dump_hlo_pipeline_re"),
-            dump_all_modules=bool(o.xla_dump_hlo_pass_re or o.xla_dump_to or specified))
+            dump_all_modules=bool(o.xla_dump_hlo_pass_re or o.xla_dump_to or specified),
+            unsupported=tuple(f"--{name}" for name in _UNSUPPORTED_FORMATS
+                              if getattr(o, name)))
 
     @property
     def to_stdout(self) -> bool:
@@ -96,6 +99,11 @@ class DumpConfig:
         return self.pipeline_re is None or self.pipeline_re.search(name) is not None
 
 
+# Format flags XLA has that hlo-opt accepts but does not write (no protobuf / URL plugin).
+_UNSUPPORTED_FORMATS = ("xla_dump_hlo_as_proto", "xla_dump_hlo_as_url",
+                        "xla_dump_hlo_snapshots", "xla_dump_fusion_visualization")
+
+
 def _compile(pattern: str, flag: str):
     if not pattern:
         return None
@@ -115,6 +123,9 @@ class DumpDirectory:
         self.dumped_module_ids: set[int] = set()
         self._assets_href: str | None = None
         self._refused_stdout_formats: set[str] = set()
+        if config.unsupported and config.active:
+            log.warning("hlo-opt does not write these dump formats: %s (text, HTML and DOT "
+                        "are supported)", ", ".join(config.unsupported))
 
     @property
     def path(self) -> str:

@@ -69,10 +69,8 @@ class Computation:
         if inst is self.root:
             raise ValueError(f"cannot remove the root %{inst.name}")
         inst.detach_operands()
-        for other in self._instructions:
-            if other.control_predecessors and inst in other.control_predecessors:
-                other.control_predecessors = [p for p in other.control_predecessors
-                                              if p is not inst]
+        for succ in inst.control_successors:
+            succ.control_predecessors = [p for p in succ.control_predecessors if p is not inst]
         del self._instructions[inst]
         if self.module is not None:
             self.module.release_name(inst.name)

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
-from .literal import Literal, parse_literal
 from .shape import Shape
 
 # Generic attributes XLA prints after the opcode-specific ones.
@@ -14,6 +13,7 @@ TRAILING_ATTRS = frozenset({"sharding", "frontend_attributes", "statistics", "me
 
 if TYPE_CHECKING:  # pragma: no cover
     from .computation import Computation
+    from .literal import Literal
 
 
 class Instruction:
@@ -25,7 +25,8 @@ class Instruction:
     """
 
     __slots__ = ("name", "opcode", "shape", "operands", "_users", "attrs", "parent", "called",
-                 "called_attr", "payload", "_literal", "_parsed", "control_predecessors",
+                 "called_attr", "payload", "_literal", "_parsed", "_control_predecessors",
+                 "_control_successors",
                  "__weakref__")
 
     def __init__(self, opcode: str, shape: Shape, operands=(), attrs: dict | None = None,
@@ -43,7 +44,8 @@ class Instruction:
         self.payload = payload  # text inside the parens for constant/parameter
         self._literal: Literal | None = None
         self._parsed: dict | None = None
-        self.control_predecessors: list[Instruction] = []
+        self._control_predecessors: list[Instruction] = []
+        self._control_successors: dict[Instruction, None] = {}
         for op in self.operands:
             op._users[self] = None
 
@@ -104,6 +106,29 @@ class Instruction:
         self.control_predecessors = []
 
     @property
+    def control_predecessors(self) -> list["Instruction"]:
+        """Read-only view by convention: assign a new list (or use add_control_predecessor)
+        so the reverse edges (``control_successors``) stay right."""
+        return self._control_predecessors
+
+    @control_predecessors.setter
+    def control_predecessors(self, preds) -> None:
+        for p in self._control_predecessors:
+            p._control_successors.pop(self, None)
+        self._control_predecessors = list(preds)
+        for p in self._control_predecessors:
+            p._control_successors[self] = None
+
+    def add_control_predecessor(self, pred: "Instruction") -> None:
+        if pred not in self._control_predecessors:
+            self._control_predecessors.append(pred)
+            pred._control_successors[self] = None
+
+    @property
+    def control_successors(self) -> list["Instruction"]:
+        return list(self._control_successors)
+
+    @property
     def is_root(self) -> bool:
         return self.parent is not None and self.parent.root is self
 
@@ -153,6 +178,7 @@ class Instruction:
     @property
     def literal(self) -> Literal:
         if self._literal is None:
+            from .literal import parse_literal
             self._literal = parse_literal(self.payload, self.shape)
         return self._literal
 

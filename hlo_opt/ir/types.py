@@ -1,8 +1,6 @@
 """Primitive element types: XLA's spellings, bit widths and numpy dtypes."""
 from __future__ import annotations
 
-import numpy as np
-
 # name -> bit width (XLA's PrimitiveType in text form).
 BIT_WIDTH: dict[str, int] = {
     "pred": 8,
@@ -33,11 +31,12 @@ _ML_DTYPES_NAMES = {
 _dtype_cache: dict[str, np.dtype] = {}
 
 
-def numpy_dtype(element_type: str) -> np.dtype:
+def numpy_dtype(element_type: str):
     """The numpy dtype that holds values of an XLA element type (ml_dtypes for bf16/f8)."""
     dt = _dtype_cache.get(element_type)
     if dt is not None:
         return dt
+    import numpy as np
     if element_type in _NUMPY_NAMES:
         dt = np.dtype(_NUMPY_NAMES[element_type])
     elif element_type in _ML_DTYPES_NAMES:
@@ -53,6 +52,7 @@ def numpy_dtype(element_type: str) -> np.dtype:
 
 def element_type_of(dtype) -> str:
     """Inverse of numpy_dtype for the common types."""
+    import numpy as np
     dt = np.dtype(dtype)
     for name in list(_NUMPY_NAMES) + list(_ML_DTYPES_NAMES):
         try:

@@ -36,14 +36,19 @@ _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 # ---- the one-line fast path ------------------------------------------------------------
 _STR = r'"(?:[^"\\\n]++|\\.)*+"'
 # Shapes are only delimited here: their text is parsed (and cached) by Shape.parse.
-_SHAPE = r"(?:[a-z][a-z0-9]*\[[0-9,<=?]*+\](?:\{[^{}\n]*+\})?|\([^()\n]*+\))"
+_PARENS = r"\((?:[^()\"\n]++|\((?:[^()\"\n]++|\([^()\"\n]*+\))*+\))*+\)"  # 3 deep
+_SHAPE = r"(?:[a-z][a-z0-9]*\[[0-9,<=?]*+\](?:\{[^{}\n]*+\})?|" + _PARENS + ")"
 _PLAIN = r"[^{}()\[\]\"\n]"
-_GROUPS = r"\[" + _PLAIN + r"*+\]|\(" + _PLAIN + r"*+\)"
-_B0 = r"\{(?:" + _PLAIN + "++|" + _STR + "|" + _GROUPS + r")*+\}"
-_B1 = r"\{(?:" + _PLAIN + "++|" + _STR + "|" + _GROUPS + "|" + _B0 + r")*+\}"
-_B2 = r"\{(?:" + _PLAIN + "++|" + _STR + "|" + _GROUPS + "|" + _B1 + r")*+\}"
-_VALUE = r"(?:[\w.$@+\-%<>=:*#!~^|&?]++|" + _STR + "|" + _B2 + ")"
-_ATTR_ITEM = r"[ \t]*,[ \t]*(" + NAME + r")[ \t]*=[ \t]*(" + _VALUE + ")"
+_CONTENT = _PLAIN + "*+"
+for _ in range(4):  # brackets of any kind nested 4 deep, strings anywhere
+    _CONTENT = r"(?:" + _PLAIN + "++|" + _STR + r"|\{" + _CONTENT + r"\}|\[" + _CONTENT + \
+        r"\]|\(" + _CONTENT + r"\))*+"
+_GROUP = r"\{" + _CONTENT + r"\}|\[" + _CONTENT + r"\]|\(" + _CONTENT + r"\)"
+# a value: chunks (word runs, strings, bracket groups) with no space between them, e.g.
+# `%add`, `{0,1}`, `"text"`, `[2,4]<=[4,2]T(1,0)`, `b01f_01io->b01f`
+_VALUE = r"(?:[\w.$@+\-%<>=:*#!~^|&?]++|" + _STR + "|" + _GROUP + ")++"
+# (findall patterns start with a literal or a character class: sre then skips ahead fast)
+_ATTR_ITEM = r",[ \t]*(" + NAME + r")[ \t]*=[ \t]*(" + _VALUE + ")"
 _ATTR_ITEM_NC = r"[ \t]*,[ \t]*" + NAME + r"[ \t]*=[ \t]*" + _VALUE
 _PCT_OPERAND = r"[ \t]*(?:" + _SHAPE + r"[ \t]+)?%" + NAME + r"[ \t]*"
 _BARE_OPERAND = r"[ \t]*(?:" + _SHAPE + r"[ \t]+)?" + NAME + r"[ \t]*"
@@ -54,17 +59,38 @@ _FAST_INST_RE = rx(
     r"([a-z][a-z0-9\-]*)\("
     r"(?:((?>" + _PCT_OPERAND + r"(?:," + _PCT_OPERAND + r")*))(?=\))"
     r"|((?>" + _BARE_OPERAND + r"(?:," + _BARE_OPERAND + r")*|[ \t]*))(?=\))"
-    r"|((?:[^()\"\n]++|\([^()\"\n]*+\))*+))\)"
+    r"|((?:[^()\"\n]++|" + _PARENS + r")*+))\)"
     r"((?:" + _ATTR_ITEM_NC + r")*+)[ \t]*(?=\n|\Z)")
 _ATTR_ITEM_RE = rx(_ATTR_ITEM)
 _PCT_NAME_RE = rx(r"%(" + NAME + ")")
-_OPERAND_NAME_RE = rx(r"(?:^|,)[ \t]*(?:" + _SHAPE + r"[ \t]+)?(" + NAME + ")")
-_OPERAND_SHAPE_RE = rx(r"(?:^|,)[ \t]*(" + _SHAPE + r")[ \t]+")
+# Over "," + a well-formed operand list: the shapes written before the operands / the
+# operand names.  (A leading literal lets sre skip ahead; `(?:^|,)` would be tried at
+# every character.)
+_OPERAND_SHAPE_RE = rx(r",[ \t]*(" + _SHAPE + r")[ \t]+")
+_OPERAND_NAME_RE = rx(r",[ \t]*(?:" + _SHAPE + r"[ \t]+)?%?(" + NAME + ")")
+_BARE_NAME_RE = rx(NAME)  # in a well-formed list without shapes: the names
 # A computation signature in the canonical form (no layouts, tuples nested up to 3 deep);
 # anything else goes through parse_signature.
 _DIM = r"(?:\d+|<=\d+|\?)"
-_SIG_ARRAY = r"(?:" + "|".join(sorted(ELEMENT_TYPES, key=len, reverse=True)) + r")\[(?:" + \
-    _DIM + r"(?:," + _DIM + r")*)?\]"
+
+
+def _trie(words) -> str:
+    """A regex matching exactly ``words``, factored by prefix (sre tries alternatives one
+    by one: 35 element types as a flat list cost a lot per shape)."""
+    words = sorted(set(words))
+    if words == [""]:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(w[:1], []).append(w[1:])
+    alts = [re.escape(c) + _trie(rest) if c else "" for c, rest in groups.items()]
+    optional = "" in alts
+    alts = [a for a in alts if a]
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return "(?:" + body + ")?" if optional else body
+
+
+_SIG_ARRAY = _trie(ELEMENT_TYPES) + r"\[(?:" + _DIM + r"(?:," + _DIM + r")*)?\]"
 
 
 def _tuple_of(elem: str) -> str:
@@ -190,8 +216,10 @@ class _Parser:
             try:
                 inst.called = [comps[n] for n in names]
             except KeyError as e:
-                pos = text.find(attr, apos)
-                raise ScanError(pos if pos >= 0 else apos,
+                kpos = text.find(attr, apos)
+                m = rx(r"(?<![\w.\-$%])%?" + re.escape(e.args[0]) + r"(?![\w.\-$])").search(
+                    text, kpos if kpos >= 0 else apos)
+                raise ScanError(m.start() if m else apos,
                                 f"unknown computation '%{e.args[0]}' in {attr}=",
                                 semantic=True) from None
         if infer:
@@ -302,6 +330,7 @@ class _Parser:
         attr_items = _ATTR_ITEM_RE.findall
         operand_names = _OPERAND_NAME_RE.findall
         pct_names = _PCT_NAME_RE.findall
+        bare_names = _BARE_NAME_RE.findall
         operand_shapes = _OPERAND_SHAPE_RE.findall
         special = _SPECIAL_ATTRS
         literal_ops = _LITERAL_OPS
@@ -326,18 +355,22 @@ class _Parser:
                         payload = (other if oplist is None else oplist).strip()
                         if "{" not in payload or _BALANCED_BRACES_RE.fullmatch(payload):
                             names = ()
-                    elif oplist is not None:
+                    elif pct is not None:
                         payload = ""
-                        if "[" in oplist or "(" in oplist:
-                            names = pct_names(oplist) if pct is not None else operand_names(oplist)
-                            for st in operand_shapes(oplist):
+                        names = pct_names(pct)
+                        if "[" in pct or "(" in pct:  # typed operands: check their shapes
+                            for st in operand_shapes("," + pct):
                                 if st not in shapes and _cached_shape(st) is None:
                                     names = None
-                        elif pct is not None:
-                            names = pct_names(oplist)
+                    elif bare is not None:
+                        payload = ""
+                        if "[" in bare or "(" in bare:
+                            names = operand_names("," + bare)
+                            for st in operand_shapes("," + bare):
+                                if st not in shapes and _cached_shape(st) is None:
+                                    names = None
                         else:
-                            names = [n.strip() for n in oplist.split(",")] if oplist.strip() \
-                                else ()
+                            names = bare_names(bare)
                 if attr_text and names is not None:
                     pairs = attr_items(attr_text)
                     attrs = dict(pairs)
@@ -373,7 +406,7 @@ class _Parser:
                 break
             if pos >= len(text):
                 raise ScanError(pos, "expected '}' to close the computation")
-            inst, is_root, names, npos, pos = self.parse_instruction(pos, pending, ctrl)
+            inst, root_pos, names, npos, pos = self.parse_instruction(pos, pending, ctrl)
             if inst.name in by_name:
                 raise ScanError(npos, f"instruction '{inst.name}' is defined twice",
                                 semantic=True)
@@ -386,9 +419,10 @@ class _Parser:
                 params.append(inst)
             by_name[inst.name] = inst
             inst.parent = comp
-            if is_root:
+            if root_pos >= 0:
                 if root is not None:
-                    raise ScanError(npos, "more than one ROOT in a computation", semantic=True)
+                    raise ScanError(root_pos, "more than one ROOT in a computation",
+                                    semantic=True)
                 root = inst
         if not by_name:
             raise ScanError(pos - 1, "a computation needs at least one instruction")
@@ -396,8 +430,9 @@ class _Parser:
             try:
                 inst.set_operands([by_name[n] for n in names])
             except KeyError as e:
-                raise ScanError(npos, f"instruction '{inst.name}' uses unknown operand "
-                                      f"'%{e.args[0]}'", semantic=True) from None
+                raise ScanError(self.operand_position(npos, e.args[0]),
+                                f"instruction '{inst.name}' uses unknown operand "
+                                f"'%{e.args[0]}'", semantic=True) from None
         for inst, names, npos in ctrl:
             try:
                 inst.control_predecessors = [by_name[n] for n in names]
@@ -433,6 +468,13 @@ class _Parser:
             raise ScanError(self.position_of(last), f"parameter numbers of '{comp.name}' must "
                             f"be 0...{n - 1}; parameter({missing}) is missing", semantic=True)
         return [numbers[i] for i in range(n)]
+
+    def operand_position(self, npos: int, name: str) -> int:
+        """Where operand ``name`` is written in the instruction named at ``npos``."""
+        open_paren = self.text.find("(", npos)
+        m = rx(r"(?<![\w.\-$%])%?(" + re.escape(name) + r")(?![\w.\-$])").search(
+            self.text, open_paren)
+        return m.start() if m and open_paren >= 0 else npos
 
     def position_of(self, inst: Instruction) -> int:
         """Offset of ``inst``'s name where it is defined (error paths only)."""
@@ -519,7 +561,7 @@ class _Parser:
             else:
                 attrs[key] = value
             pos = vend
-        return inst, bool(m.group(1)), names, npos, pos
+        return inst, m.start(1), names, npos, pos
 
     def parse_operands(self, start: int, end: int) -> list[str]:
         """Operand names between the parens: ``a, b`` or ``f32[2]{0} %a, s32[] %b``."""

@@ -430,13 +430,16 @@ def can_emit_input_fused_scatter(producer: Instruction, consumer: Instruction) -
 # ---- producer / consumer -------------------------------------------------------------------
 
 def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
-                              reduction_epilogue_fusion: bool = True) -> str | None:
-    """IsProducerConsumerFusible."""
-    if not is_loop_fusible_as_producer(producer) and not (
+                              reduction_epilogue_fusion: bool = True,
+                              info: "FusionInfoCache | None" = None) -> str | None:
+    """IsProducerConsumerFusible (``info`` memoizes per-instruction facts)."""
+    def ask(key, inst, fn):
+        return fn(inst) if info is None else info.memo(key, inst, fn)
+    if not ask("loop_producer", producer, is_loop_fusible_as_producer) and not (
             find_any_tiled_transpose(producer) and find_non_trivial_hero(consumer, False)
             is producer):
         return "the producer is not loop-fusible"
-    if is_input_fusible_reduction(producer):
+    if ask("input_reduction", producer, is_input_fusible_reduction):
         if not reduction_epilogue_fusion:
             return "Reduction epilogue fusion is not enabled."
         hero = producer
@@ -451,7 +454,8 @@ def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
     reason = can_emit_input_fused_scatter(producer, consumer)
     if reason:
         return reason
-    if not is_input_fusible(consumer) and not is_loop_fusible_as_consumer(consumer):
+    if not ask("input_fusible", consumer, is_input_fusible) and \
+            not ask("loop_consumer", consumer, is_loop_fusible_as_consumer):
         return "the consumer is not input-fusible and not loop-fusible"
     if is_mof(producer):
         return "the producer is not fusible as it is a multi-output fusion"
@@ -516,27 +520,34 @@ def _subshape_count(shape) -> int:
 
 
 class FusionInfoCache:
-    """Shared-memory use and unnested reduction counts per top-level instruction."""
+    """Per-instruction facts a pass asks repeatedly (shared-memory use, unnested reduction
+    count, and any other ``memo``'d property); ``invalidate`` an instruction that
+    changes."""
 
     def __init__(self):
-        self.shared: dict = {}
-        self.reductions: dict = {}
+        self.memos: dict = {}
 
     def invalidate(self, inst) -> None:
-        self.shared.pop(inst, None)
-        self.reductions.pop(inst, None)
+        for table in self.memos.values():
+            table.pop(inst, None)
+
+    def memo(self, key: str, inst, fn):
+        table = self.memos.get(key)
+        if table is None:
+            table = self.memos[key] = {}
+        v = table.get(inst, _MISSING)
+        if v is _MISSING:
+            v = table[inst] = fn(inst)
+        return v
 
     def shared_memory(self, inst) -> int:
-        v = self.shared.get(inst)
-        if v is None:
-            v = self.shared[inst] = _shared_memory(inst)
-        return v
+        return self.memo("shared", inst, _shared_memory)
 
     def unnested_reductions(self, inst) -> int:
-        v = self.reductions.get(inst)
-        if v is None:
-            v = self.reductions[inst] = _unnested_reductions(inst)
-        return v
+        return self.memo("reductions", inst, _unnested_reductions)
+
+
+_MISSING = object()
 
 
 def fusion_fits_in_budget(a: Instruction, b: Instruction, device,

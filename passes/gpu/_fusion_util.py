@@ -18,7 +18,7 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._graph import add_gte, remove, remove_parameter
+from ._graph import add_computation, add_gte, drop_computation, remove, remove_parameter
 
 __all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_mof",
            "param_for", "set_kind"]
@@ -52,8 +52,7 @@ def set_kind(fusion: Instruction, kind: str) -> None:
 def _new_fused_computation(comp: Computation) -> Computation:
     fc = Computation(FUSED_COMPUTATION_NAME)
     fc.execution_thread = comp.execution_thread
-    module = comp.module
-    module.add_computation(fc, before=comp)
+    add_computation(comp.module, fc)
     return fc
 
 
@@ -193,8 +192,8 @@ def absorb(fusion: Instruction, other: Instruction, as_output: bool = False) -> 
     if other.user_count == 0 and not other.is_root:
         called = other.called[0] if other.opcode == "fusion" else None
         remove(comp, other)
-        if called is not None and module is not None and called in module.computations:
-            module.remove_computation(called)
+        if called is not None and module is not None and called.module is module:
+            drop_computation(module, called)
     return outs
 
 
@@ -202,5 +201,5 @@ def remove_fusion(comp: Computation, fusion: Instruction) -> None:
     """Remove an unused fusion and its fused computation."""
     called = fusion.called[0]
     remove(comp, fusion)
-    if comp.module is not None and called in comp.module.computations:
-        comp.module.remove_computation(called)
+    if comp.module is not None and called.module is comp.module:
+        drop_computation(comp.module, called)

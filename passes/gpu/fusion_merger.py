@@ -10,6 +10,7 @@ merges whose emitted code would be too large.
 """
 from __future__ import annotations
 
+from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
 from ..registry import register
@@ -17,7 +18,7 @@ from ._fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
                        fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
                        is_physically_transposing, producer_consumer_fusible)
 from ._fusion_util import absorb, create_fusion
-from ._graph import fusible_computations
+from ._graph import computation_batch, fusible_computations
 from ._indexing import IndexingEvaluation
 from ._options import device_for, options_for
 
@@ -36,16 +37,28 @@ def _splits(inst) -> int:
     return sum(1 for i in body if i.opcode in _SPLITTING)
 
 
-def producer_consumer_merged_too_large(producer, consumer) -> bool:
+def producer_consumer_merged_too_large(producer, consumer, evaluations: dict | None = None,
+                                       info=None) -> bool:
     """GpuHloCostAnalysis::ProducerConsumerMergedTooLarge: the producer is emitted once
-    per index it is read at in the consumer."""
+    per index it is read at in the consumer.  ``evaluations`` caches the consumer's
+    indexing evaluation (the caller drops entries of fusions it changes)."""
     replication = 1
     if consumer.opcode == "fusion" and producer in consumer.operands:
-        replication = max(IndexingEvaluation(consumer).emitted(producer), 1)
-    n_splits = replication * _splits(producer) + _splits(consumer)
+        ev = evaluations.get(consumer) if evaluations is not None else None
+        if ev is None:
+            ev = IndexingEvaluation(consumer)
+            if evaluations is not None:
+                evaluations[consumer] = ev
+        replication = max(ev.emitted(producer), 1)
+    if info is not None:
+        splits, size = (lambda x: info.memo("splits", x, _splits)), \
+            (lambda x: info.memo("irsize", x, _ir_size))
+    else:
+        splits, size = _splits, _ir_size
+    n_splits = replication * splits(producer) + splits(consumer)
     if n_splits > MAX_BASIC_BLOCK_SPLITS_PER_FUSION:
         return True
-    merged = (_ir_size(producer) * replication + _ir_size(consumer)) * (1 << n_splits)
+    merged = (size(producer) * replication + size(consumer)) * (1 << n_splits)
     return merged > MAX_IR_SIZE
 
 
@@ -65,9 +78,14 @@ class FusionMerger:
     name = "fusion_merger"
 
     def run(self, module) -> bool:
+        with computation_batch(module):
+            return self._run(module)
+
+    def _run(self, module) -> bool:
         self.options = options_for(module)
         self.device = device_for(module)
         changed = False
+        self.costs = CostCache()
         for comp in fusible_computations(module):
             info = FusionInfoCache()
             for producer in comp.post_order():
@@ -89,10 +107,10 @@ class FusionMerger:
             if user.opcode == "bitcast":
                 return "not fusing bitcast ops"
             reason = producer_consumer_fusible(
-                producer, user, self.options.xla_gpu_enable_reduction_epilogue_fusion)
+                producer, user, self.options.xla_gpu_enable_reduction_epilogue_fusion, info)
             if reason:
                 return reason
-            if is_input_fusible_reduction(user):
+            if info.memo("input_reduction", user, is_input_fusible_reduction):
                 has_reduction_user = True
         if has_reduction_user and transposes_most_data(producer):
             return "would read mostly uncoalesced"
@@ -101,9 +119,10 @@ class FusionMerger:
             if reason:
                 return reason
         for user in users:
-            if producer_consumer_merged_too_large(producer, user):
+            if producer_consumer_merged_too_large(producer, user, None, info):
                 return f"if merged with {user.name} will generate huge IR"
-        unfused, fused = estimate_run_times(producer, users, device=self.device)
+        unfused, fused = estimate_run_times(producer, users, device=self.device,
+                                            cache=self.costs)
         if fused > unfused:
             return "will execute slower if fused"
         return None
@@ -114,6 +133,8 @@ class FusionMerger:
             if consumer.opcode != "fusion":
                 consumer = create_fusion(comp, user, choose_fusion_kind(producer, user))
             absorb(consumer, producer)
-            info.invalidate(user)
-            info.invalidate(consumer)
+            for x in (user, consumer):
+                info.invalidate(x)
+                self.costs.invalidate(x)
         info.invalidate(producer)
+        self.costs.invalidate(producer)

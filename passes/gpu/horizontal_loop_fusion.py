@@ -21,7 +21,7 @@ from ..registry import register
 from ._fusible import (fused_instructions, is_consumer_the_only_non_root_user,
                        is_elementwise, is_loop_fusion)
 from ._fusion_util import create_fusion, fusion_outputs
-from ._graph import add_gte, remove
+from ._graph import add_computation, add_gte, computation_batch, drop_computation, remove
 
 SHAPE_THRESHOLD = 128 * 2048
 INSTR_COUNT_THRESHOLD = 30
@@ -130,7 +130,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
     module = comp.module
     fc = Computation("horizontally_fused_computation")
     fc.execution_thread = comp.execution_thread
-    module.add_computation(fc, before=comp)
+    add_computation(module, fc)
     bound = []
     clone_map: dict = {}
     n = 0
@@ -197,7 +197,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
         called = f.called[0]
         f.replace_all_uses_with(value)
         remove(comp, f)
-        module.remove_computation(called)
+        drop_computation(module, called)
     _deduplicate_operands(hfusion)
     return hfusion
 
@@ -225,6 +225,10 @@ class GpuHorizontalLoopFusion:
     name = "horizontal_loop_fusion"
 
     def run(self, module) -> bool:
+        with computation_batch(module):
+            return self._run(module)
+
+    def _run(self, module) -> bool:
         comp = module.entry
         changed = False
         for consumer in reversed(comp.post_order()):

@@ -24,13 +24,13 @@ from __future__ import annotations
 from hlo_opt.analysis.reachability import Reachability
 
 from ..registry import register
-from ._fusible import (FusionInfoCache, choose_fusion_kind, creates_heavy_computation,
+from ._fusible import (FusionInfoCache, creates_heavy_computation, is_input_fusible,
                        effectively_at_most_unary, fusion_fits_in_budget, gpu_is_expensive,
                        is_always_duplicable, is_fusible, is_input_fusible_reduction,
                        is_physically_transposing, producer_consumer_fusible,
                        reuses_operand_elements, should_fuse_in_place_op)
 from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import fusible_computations, remove
+from ._graph import computation_batch, fusible_computations, remove
 from ._indexing import IndexingEvaluation
 from ._options import device_for, options_for
 
@@ -65,10 +65,12 @@ class FusionRules:
             return "the producer is a fusion"
         if gpu_is_expensive(producer) and reuses_operand_elements(consumer, i):
             return "the producer is expensive, and the consumer reuses inputs"
-        if is_input_fusible_reduction(consumer) and is_physically_transposing(producer):
+        if self.info.memo("input_reduction", consumer, is_input_fusible_reduction) and \
+                self.info.memo("transposing", producer, is_physically_transposing):
             return "fusing the producer would break read coalescing"
         reason = producer_consumer_fusible(
-            producer, consumer, self.options.xla_gpu_enable_reduction_epilogue_fusion)
+            producer, consumer, self.options.xla_gpu_enable_reduction_epilogue_fusion,
+            self.info)
         if reason:
             return reason
         if creates_heavy_computation(producer, consumer):
@@ -97,7 +99,9 @@ class FusionRules:
 
     def fuse(self, producer, consumer, comp, kind: str | None = None):
         """Fuse ``producer`` into ``consumer`` (wrapping it in a fusion first)."""
-        kind = kind or choose_fusion_kind(producer, consumer)
+        kind = kind or ("kInput" if self.info.memo("input_fusible", consumer, is_input_fusible)
+                        or self.info.memo("input_fusible", producer, is_input_fusible)
+                        else "kLoop")
         if consumer.opcode == "fusion":
             fusion = consumer
             set_kind(fusion, kind)
@@ -158,22 +162,32 @@ def compute_globally_unfusible(post_order, rules: FusionRules, reach: Reachabili
 
 @register
 class GpuInstructionFusion:
+    """``may_duplicate=None`` (the default, what ``--passes=fusion`` runs) is XLA's pair
+    ``GpuInstructionFusion(may_duplicate=false)`` then ``(may_duplicate=true)``: the first
+    fuses single-user producers, the second duplicates cheap producers."""
+
     name = "fusion"
 
-    def __init__(self, may_duplicate: bool = True):
+    def __init__(self, may_duplicate: bool | None = None):
         self.may_duplicate = may_duplicate
 
     def run(self, module) -> bool:
-        rules = FusionRules(module, self.may_duplicate)
+        with computation_batch(module):
+            return self._run(module)
+
+    def _run(self, module) -> bool:
+        phases = [False, True] if self.may_duplicate is None else [self.may_duplicate]
         changed = False
-        for comp in fusible_computations(module):
-            changed |= self._run_on_computation(comp, rules)
+        for may_duplicate in phases:
+            rules = FusionRules(module, may_duplicate)
+            for comp in fusible_computations(module):
+                changed |= self._run_on_computation(comp, rules)
         return changed
 
     def _run_on_computation(self, comp, rules: FusionRules) -> bool:
         post = comp.post_order()
         do_not_duplicate: set = set()
-        if self.may_duplicate:
+        if rules.may_duplicate:
             do_not_duplicate = compute_globally_unfusible(post, rules, Reachability(comp))
         queue: list = list(post)
         index = {inst: i for i, inst in enumerate(post)}

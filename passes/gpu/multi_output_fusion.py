@@ -16,6 +16,7 @@ are formed) instead of rebuilding XLA's n^2 reachability map after every fusion.
 """
 from __future__ import annotations
 
+from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.analysis.reachability import Reachability
 
@@ -24,7 +25,7 @@ from ._fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budge
                        is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
                        shapes_compatible_for_mof)
 from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import fusible_computations
+from ._graph import computation_batch, fusible_computations
 from ._options import device_for
 from .fusion_merger import producer_consumer_merged_too_large
 
@@ -83,6 +84,10 @@ class GpuMultiOutputFusion:
     name = "multi_output_fusion"
 
     def run(self, module) -> bool:
+        with computation_batch(module):
+            return self._run(module)
+
+    def _run(self, module) -> bool:
         self.device = device_for(module)
         changed = False
         for comp in fusible_computations(module):
@@ -90,6 +95,7 @@ class GpuMultiOutputFusion:
         return changed
 
     def _run_on(self, comp) -> bool:
+        self.costs = CostCache()
         reach = Reachability(comp)
         info = FusionInfoCache()
         changed = False
@@ -104,8 +110,9 @@ class GpuMultiOutputFusion:
             if consumer is None:
                 continue
             changed = True
-            info.invalidate(producer)
-            info.invalidate(consumer)
+            for x in (producer, consumer):
+                info.invalidate(x)
+                self.costs.invalidate(x)
             if consumer.opcode != "fusion":
                 consumer = create_fusion(comp, consumer, choose_fusion_kind(producer, consumer))
             absorb(consumer, producer, as_output=True)
@@ -133,8 +140,9 @@ class GpuMultiOutputFusion:
                                                                               info):
                     j += 1
                     continue
-                info.invalidate(a)
-                info.invalidate(b)
+                for x in (a, b):
+                    info.invalidate(x)
+                    self.costs.invalidate(x)
                 was_input = is_fusion_kind(b, "kInput")
                 absorb(a, b, as_output=True)
                 if was_input:
@@ -167,10 +175,10 @@ class GpuMultiOutputFusion:
                 continue
             if fusion_fits_in_budget(producer, consumer, self.device, False, info):
                 continue
-            if producer_consumer_merged_too_large(producer, consumer):
+            if producer_consumer_merged_too_large(producer, consumer, None, info):
                 continue
             unfused, fused = estimate_run_times(producer, [consumer], multi_output=True,
-                                                device=self.device)
+                                                device=self.device, cache=self.costs)
             if fused > unfused:
                 continue
             candidates.append(consumer)

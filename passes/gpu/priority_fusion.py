@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 
+from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
 from ..registry import register
@@ -26,7 +27,7 @@ from ._fusible import (FusionInfoCache, can_emit_input_fused_scatter, choose_fus
                        is_fusible as hlo_is_fusible, is_input_fusible, is_input_fusible_reduction,
                        is_intermediate, should_fuse_in_place_op)
 from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import fusible_computations, remove
+from ._graph import computation_batch, fusible_computations, remove
 from ._options import device_for, options_for
 from .fusion_merger import producer_consumer_merged_too_large
 
@@ -107,9 +108,15 @@ class GpuPriorityFusion:
     name = "priority-fusion"
 
     def run(self, module) -> bool:
+        with computation_batch(module):
+            return self._run(module)
+
+    def _run(self, module) -> bool:
         self.options = options_for(module)
         self.device = device_for(module)
         self.info = FusionInfoCache()
+        self.costs = CostCache()
+        self.evaluations: dict = {}
         changed = False
         for comp in fusible_computations(module):
             changed |= self._run_on(comp)
@@ -117,24 +124,28 @@ class GpuPriorityFusion:
 
     # -- decisions --
     def can_fuse(self, producer, consumer) -> str | None:
-        if not gpu_fusible(producer):
+        if not self.info.memo("gpufus", producer, gpu_fusible):
             return "the producer is not fusible"
-        if not gpu_fusible(consumer):
+        if not self.info.memo("gpufus", consumer, gpu_fusible):
             return "the consumer is not fusible"
         if consumer.opcode == "bitcast":
             return "not fusing into a single bitcast as consumer"
         reason = can_emit_input_fused_scatter(producer, consumer)
         if reason:
             return reason
-        if _significant_reduce(producer) and _significant_reduce(consumer):
+        memo = self.info.memo
+        if memo("sigred", producer, _significant_reduce) and \
+                memo("sigred", consumer, _significant_reduce):
             return "both the producer and the consumer contain a reduce"
-        if is_input_fusible_reduction(producer) and not is_input_fusible(consumer) and \
-                not _all_intermediate(consumer):
+        if memo("inred", producer, is_input_fusible_reduction) and \
+                not memo("infus", consumer, is_input_fusible) and \
+                not memo("allint", consumer, _all_intermediate):
             return "fusion into output of a reduce fusion would create a loop fusion"
         reason = fusion_fits_in_budget(consumer, producer, self.device, True, self.info)
         if reason:
             return reason
-        if producer_consumer_merged_too_large(producer, consumer):
+        if producer_consumer_merged_too_large(producer, consumer, self.evaluations,
+                                              self.info):
             return "the fusion would result in an overly large code duplication"
         if producer.is_root:
             return "not fusing into the output of the root instruction"
@@ -160,7 +171,8 @@ class GpuPriorityFusion:
         for u in non_bitcast:
             if self.can_fuse_cached(producer, u, queue):
                 return -INF
-        unfused, fused = estimate_run_times(producer, users, device=self.device)
+        unfused, fused = estimate_run_times(producer, users, device=self.device,
+                                            cache=self.costs)
         return round((unfused - fused) * 1e9)
 
     # -- the loop --
@@ -187,13 +199,23 @@ class GpuPriorityFusion:
                     continue
                 queue.invalidate(producer)
                 queue.invalidate(consumer)
+                for x in (producer, consumer):
+                    self.costs.invalidate(x)
+                    self.evaluations.pop(x, None)
+                    self.info.invalidate(x)
                 fusion = self._fuse(producer, consumer, comp)
+                self.costs.invalidate(fusion)
+                self.evaluations.pop(fusion, None)
                 if fusion is not consumer:
                     queue.remove(consumer)
                     to_update.discard(consumer)
                 changed = True
                 for o in fusion.operands:
-                    if o is producer or o.opcode in ("constant", "get-tuple-element"):
+                    # XLA skips broadcasts (and the operands of a fused broadcast) here:
+                    # a CSE'd broadcast feeds many fusions, and re-pricing it after every
+                    # one of them is quadratic; it is priced once and fused at its turn.
+                    if o is producer or producer.opcode == "broadcast" or o.opcode in (
+                            "broadcast", "constant", "get-tuple-element"):
                         continue
                     if hlo_is_fusible(o):
                         to_update.add(o)

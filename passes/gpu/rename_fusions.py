@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..registry import register
 from ._fusible import find_non_trivial_hero
 from ._fusion_util import fusion_outputs
-from ._graph import fusible_computations
+from ._graph import fusible_computations, rename_computation
 
 _KIND = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
 
@@ -39,6 +39,6 @@ class RenameFusions:
                 fused = inst.called[0]
                 comp_name = f"fused_{heroes}"
                 if not fused.name.startswith(comp_name):
-                    fused.name = module._unique_computation_name(comp_name)
+                    rename_computation(module, fused, comp_name)
                 changed = True
         return changed

@@ -180,6 +180,12 @@ def test_format_flag_alone_dumps_to_stdout():
     assert not cfg.active
 
 
+def test_unsupported_formats_warn(tmp_path, caplog):
+    run(tmp_path, xla_dump_hlo_as_proto=True, xla_dump_hlo_as_text=True)
+    assert "does not write these dump formats: --xla_dump_hlo_as_proto" in caplog.text
+    assert "module_0000.m.after_optimization.txt" in listing(tmp_path)
+
+
 def test_sanitized_names_and_pipeline_with_space(tmp_path):
     assert sanitize_file_name("a/b\\c[d] e") == "a_b_c_d__e"
     o = opts(tmp_path, xla_dump_hlo_pass_re=".*")

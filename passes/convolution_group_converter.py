@@ -1,0 +1,332 @@
+"""ConvolutionGroupConverter (``convolution-group-converter``), as
+``xla/service/convolution_group_converter.cc``.
+
+Rewrites grouped convolutions into ungrouped ones:
+
+* ``batch_group_count`` B > 1 (``convert_batch_groups_only=True``): when the output
+  features or the input batch differ from B, B becomes an extra spatial dimension of the
+  input (before its batch dim) and of the kernel (before its output-feature dim), swept by
+  a window of size B, stride B-1 over a base dilation of B, and the result is reshaped
+  back; otherwise (the depthwise filter-gradient form), when the cost model declines or
+  ``filter_expansion`` is on, the convolution runs ungrouped into an output B times wider
+  in its batch dim, a diagonal mask zeroes the cross-group terms and a ``reduce-window``
+  (in f32 for narrower types) sums each group back.
+* ``feature_group_count`` G > 1 (``convert_batch_groups_only=False``): with one input
+  feature per group, the kernel is broadcast G times along its input-feature dim and
+  masked (``filter_expansion`` or cost model declines), or, otherwise, a depthwise
+  convolution keeps G and gains a spatial dim for the depthwise multiplier (a depthwise
+  convolution is left alone when ``filter_expansion`` is off); with more than one feature
+  per group, G becomes an extra spatial dimension as for batch groups.
+
+``should_expand(conv)`` and ``is_cost_viable(conv)`` are XLA's two callbacks (defaults:
+expand everything; no cost model, i.e. never viable, as XLA:CPU/GPU pass).  The registered
+pass (``convert_batch_groups_only=None``) runs both of XLA's configurations back to back,
+batch groups first, as ``cpu_compiler.cc`` adds them.  Fusion computations are not visited.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hlo_opt.ir.attributes import ConvDimLabels, Window, WindowDim
+from hlo_opt.ir.instruction import Instruction
+from hlo_opt.ir.shape import Shape
+from hlo_opt.ir.types import BIT_WIDTH
+
+from ._build import Builder
+from ._expander_util import (derived_attrs, non_fusion_computations, replace_instruction,
+                             scalar_binary_computation)
+from .registry import register
+
+_CONV_OWN_ATTRS = ("window", "dim_labels", "feature_group_count", "batch_group_count")
+
+
+@dataclass
+class DimNumbers:
+    """ConvolutionDimensionNumbers, mutable (the converter edits them)."""
+    ib: int
+    if_: int
+    isp: list = field(default_factory=list)
+    kif: int = 0
+    kof: int = 0
+    ksp: list = field(default_factory=list)
+    ob: int = 0
+    of: int = 0
+    osp: list = field(default_factory=list)
+
+    @staticmethod
+    def of_labels(d: ConvDimLabels) -> "DimNumbers":
+        return DimNumbers(d.input_batch, d.input_feature, list(d.input_spatial),
+                          d.kernel_input_feature, d.kernel_output_feature,
+                          list(d.kernel_spatial), d.output_batch, d.output_feature,
+                          list(d.output_spatial))
+
+    def to_text(self) -> str:
+        def side(n0, c0, n1, c1, spatial):
+            chars = [""] * (len(spatial) + 2)
+            chars[n0], chars[n1] = c0, c1
+            for k, d in enumerate(spatial):
+                chars[d] = str(k)
+            return "".join(chars)
+        return (side(self.ib, "b", self.if_, "f", self.isp) + "_"
+                + side(self.kif, "i", self.kof, "o", self.ksp) + "->"
+                + side(self.ob, "b", self.of, "f", self.osp))
+
+
+def _bump(dims: list, above: int) -> list:
+    return [d + 1 if d > above else d for d in dims]
+
+
+def _mask_ids(group_size: int, group_count: int) -> list[int]:
+    """GetMaskIds: group_count groups of group_size copies of the group's id."""
+    return [i for i in range(group_count) for _ in range(group_size)]
+
+
+class _Converter:
+    def __init__(self, comp, should_expand, is_cost_viable, batch_groups_only: bool,
+                 filter_expansion: bool):
+        self.comp = comp
+        self.b = Builder(comp)
+        self.should_expand = should_expand
+        self.is_cost_viable = is_cost_viable
+        self.batch_groups_only = batch_groups_only
+        self.filter_expansion = filter_expansion
+
+    # ---- building blocks ----------------------------------------------------------------
+    def conv(self, old, lhs, rhs, fgc: int, bgc: int, window: Window, dn: DimNumbers,
+             shape: Shape | None = None, derived: bool = False) -> Instruction:
+        """CreateConvolve (``shape`` given) or MakeConvolveHlo (shape inferred, element
+        type of ``old``)."""
+        attrs = {"window": window.to_text(), "dim_labels": dn.to_text()}
+        if fgc != 1:
+            attrs["feature_group_count"] = str(fgc)
+        if bgc != 1:
+            attrs["batch_group_count"] = str(bgc)
+        for k, v in old.attrs.items():
+            if k in ("operand_precision", "algorithm"):
+                attrs[k] = v
+        if derived:
+            attrs.update(derived_attrs(old))
+        inst = Instruction("convolution", shape or Shape.array(old.shape.element_type, ()),
+                           [lhs, rhs], attrs, "convolution")
+        if shape is None:
+            from hlo_opt.shape_inference import infer_shape
+            inst.shape = infer_shape(inst).without_layout()
+        self.comp.add_instruction(inst)
+        return inst
+
+    def expanded_filter_mask(self, filter_shape: Shape, kif: int, kof: int, groups: int):
+        """GetExpandedFilterMask: pred mask, true where input group == output group."""
+        b = self.b
+        dims = list(filter_shape.dims)
+        group_size = dims[kif]
+        out_features = dims[kof]
+        dims[kif] *= groups
+        m1 = b.constant_array(np.array(_mask_ids(group_size, groups), np.int32), "s32")
+        b1 = b.broadcast(m1, dims, [kif])
+        m2 = b.constant_array(np.array(_mask_ids(out_features // groups, groups), np.int32),
+                              "s32")
+        b2 = b.broadcast(m2, dims, [kof])
+        return b.compare(b1, b2, "EQ")
+
+    def zeros(self, et: str, dims):
+        return self.b.broadcast(self.b.scalar(0, et), dims, [])
+
+    # ---- batch groups --------------------------------------------------------------------
+    def batch_groups(self, conv) -> bool:
+        bgc = conv.attr("batch_group_count", 1) or 1
+        if bgc == 1 or not self.should_expand(conv):
+            return False
+        b = self.b
+        dn = DimNumbers.of_labels(conv.attr("dim_labels"))
+        activation, filt = conv.operands
+        ib, if_ = dn.ib, dn.if_
+        ob, of = dn.ob, dn.of
+        kif, kof = dn.kif, dn.kof
+        input_batch = activation.shape.dims[ib]
+        output_feature = filt.shape.dims[kof]
+        if output_feature != bgc or input_batch != bgc:
+            sizes = list(activation.shape.dims)
+            sizes[ib] //= bgc
+            sizes.insert(ib, bgc)
+            activation = b.reshape(activation, sizes)
+            dn.isp = _bump(dn.isp, ib) + [ib]
+            dn.ib = ib + 1
+            if if_ > ib:
+                dn.if_ = if_ + 1
+            ksizes = list(filt.shape.dims)
+            ksizes[kof] //= bgc
+            ksizes.insert(kof, bgc)
+            filt = b.reshape(filt, ksizes)
+            dn.ksp = _bump(dn.ksp, kof) + [kof]
+            dn.kof = kof + 1
+            if kif > kof:
+                dn.kif = kif + 1
+            dn.osp = _bump(dn.osp, of) + [of]
+            dn.of = of + 1
+            if ob > of:
+                dn.ob = ob + 1
+            window = copy.deepcopy(conv.attr("window") or Window([]))
+            window.dims.append(WindowDim(size=bgc, stride=bgc - 1, base_dilation=bgc))
+            new = self.conv(conv, activation, filt, conv.attr("feature_group_count", 1) or 1,
+                            1, window, dn, derived=True)
+            replace_instruction(self.comp, conv, b.reshape(new, conv.shape.dims))
+            return True
+        if self.is_cost_viable(conv) and not self.filter_expansion:
+            return False
+        mask = self.expanded_filter_mask(conv.shape, ob, of, bgc)
+        expanded = list(conv.shape.dims)
+        expanded[ob] *= bgc
+        et = conv.shape.element_type
+        new = self.conv(conv, activation, filt, 1, 1, conv.attr("window") or Window([]), dn,
+                        shape=Shape.array(et, expanded))
+        new_filter = b.select(mask, new, self.zeros(et, expanded))
+        reduce_type = et
+        if BIT_WIDTH[et] < 32:
+            reduce_type = "f32"
+            new_filter = b.convert(new_filter, "f32")
+        rw_dims = list(expanded)
+        rw_dims[ob] = 1
+        window = Window([WindowDim(size=bgc, stride=bgc) if i == ob else WindowDim()
+                         for i in range(len(expanded))])
+        add = scalar_binary_computation(self.comp.module, "add", reduce_type,
+                                        "add_computation")
+        rw = b._add("reduce-window", Shape.array(reduce_type, rw_dims),
+                    [new_filter, b.scalar(0, reduce_type)],
+                    attrs={"window": window.to_text(), "to_apply": ""}, called=[add],
+                    called_attr="to_apply")
+        out = b._add("convert", Shape.array(activation.shape.element_type, rw_dims), [rw])
+        replace_instruction(self.comp, conv, out)
+        return True
+
+    # ---- feature groups ------------------------------------------------------------------
+    def feature_groups(self, conv) -> bool:
+        groups = conv.attr("feature_group_count", 1) or 1
+        if groups == 1 or not self.should_expand(conv):
+            return False
+        b = self.b
+        dn = DimNumbers.of_labels(conv.attr("dim_labels"))
+        activation, filt = conv.operands
+        kif, kof = dn.kif, dn.kof
+        group_size = filt.shape.dims[kif]
+        window = conv.attr("window") or Window([])
+        if group_size == 1:
+            depthwise = groups == filt.shape.dims[kof]
+            if not self.filter_expansion and depthwise:
+                return False
+            if not self.is_cost_viable(conv) or self.filter_expansion:
+                mask = self.expanded_filter_mask(filt.shape, kif, kof, groups)
+                expanded = list(filt.shape.dims)
+                expanded[kif] *= groups
+                reshaped = b.reshape(filt, [d for i, d in enumerate(filt.shape.dims)
+                                            if i != kif])
+                bfilter = b.broadcast(reshaped, expanded,
+                                      [i for i in range(filt.shape.rank) if i != kif])
+                et = filt.shape.element_type
+                new_filter = b.select(mask, bfilter, self.zeros(et, expanded))
+                new = self.conv(conv, activation, new_filter, 1, 1, window, dn,
+                                shape=conv.shape)
+                replace_instruction(self.comp, conv, new)
+                return True
+            return self._depthwise_spatial(conv, dn, activation, filt, groups, window)
+        # General grouped convolution: G becomes an extra spatial dimension.
+        sizes = list(activation.shape.dims)
+        ifd = dn.if_
+        sizes[ifd] //= groups
+        sizes.insert(ifd, groups)
+        activation = b.reshape(activation, sizes)
+        dn.isp = _bump(dn.isp, ifd) + [ifd]
+        dn.if_ = ifd + 1
+        if dn.ib > ifd:
+            dn.ib += 1
+        ksizes = list(filt.shape.dims)
+        ksizes[kof] //= groups
+        ksizes.insert(kof, groups)
+        filt = b.reshape(filt, ksizes)
+        dn.ksp = _bump(dn.ksp, kof) + [kof]
+        dn.kof = kof + 1
+        if dn.kif > kof:
+            dn.kif += 1
+        of = dn.of
+        dn.osp = _bump(dn.osp, of) + [of]
+        dn.of = of + 1
+        if dn.ob > of:
+            dn.ob += 1
+        window = copy.deepcopy(window)
+        window.dims.append(WindowDim(size=groups, stride=groups - 1, base_dilation=groups))
+        new = self.conv(conv, activation, filt, 1, 1, window, dn, derived=True)
+        replace_instruction(self.comp, conv, b.reshape(new, conv.shape.dims))
+        return True
+
+    def _depthwise_spatial(self, conv, dn, activation, filt, groups, window) -> bool:
+        """Depthwise with cost model viable and no filter expansion: keep the groups and
+        move the depthwise multiplier into an extra spatial dimension."""
+        b = self.b
+        kif, kof = dn.kif, dn.kof
+        multiplier = filt.shape.dims[kof] // groups
+        fdims = []
+        for i, d in enumerate(filt.shape.dims):
+            fdims += [groups, multiplier] if i == kof else [d]
+        if kif > kof:
+            dn.kif = kif + 1
+        dn.ksp = _bump(dn.ksp, kof) + [kof + 1]
+        new_filter = b.reshape(filt, fdims)
+        dn.isp = dn.isp + [activation.shape.rank]
+        new_activation = b.reshape(activation, list(activation.shape.dims) + [1])
+        window = copy.deepcopy(window)
+        window.dims.append(WindowDim(size=multiplier, padding_low=multiplier - 1,
+                                     padding_high=multiplier - 1, window_reversal=True))
+        odims = []
+        for i, d in enumerate(conv.shape.dims):
+            odims += [groups, multiplier] if i == dn.of else [d]
+        if dn.ob > dn.of:
+            dn.ob += 1
+        dn.osp = _bump(dn.osp, dn.of) + [dn.of + 1]
+        new = self.conv(conv, new_activation, new_filter, groups, 1, window, dn,
+                        shape=Shape.array(conv.shape.element_type, odims))
+        replace_instruction(self.comp, conv, b._add("reshape", conv.shape, [new]))
+        return True
+
+    def run(self) -> bool:
+        changed = False
+        for inst in self.comp.post_order():
+            if inst.opcode != "convolution" or inst.parent is not self.comp:
+                continue
+            if self.batch_groups_only:
+                changed |= self.batch_groups(inst)
+            else:
+                changed |= self.feature_groups(inst)
+        return changed
+
+
+def _always(_conv) -> bool:
+    return True
+
+
+def _never(_conv) -> bool:
+    return False
+
+
+@register
+class ConvolutionGroupConverter:
+    name = "convolution-group-converter"
+
+    def __init__(self, should_expand=None, is_cost_viable=None,
+                 convert_batch_groups_only: bool | None = None, filter_expansion: bool = True):
+        self.should_expand = should_expand or _always
+        self.is_cost_viable = is_cost_viable or _never
+        self.convert_batch_groups_only = convert_batch_groups_only
+        self.filter_expansion = filter_expansion
+
+    def run(self, module) -> bool:
+        modes = ([True, False] if self.convert_batch_groups_only is None
+                 else [self.convert_batch_groups_only])
+        changed = False
+        for batch_only in modes:
+            for comp in non_fusion_computations(module):
+                changed |= _Converter(comp, self.should_expand, self.is_cost_viable,
+                                      batch_only, self.filter_expansion).run()
+        return changed
+

@@ -1,0 +1,233 @@
+"""``simplify-while-loops``: the core of XLA's WhileLoopSimplifier.
+
+* A loop that provably runs 0 times is replaced by its init value.
+* A loop that provably runs once (and whose condition and body have no side effects) is
+  replaced by its body, inlined on the init value.
+* Dead loop-state elements are removed: an element is live when the condition reads it,
+  a user of the loop reads it (through get-tuple-element), a side-effecting body
+  instruction depends on it, or a live element's next value depends on it.  The loop is
+  rebuilt with the live elements only (new body and condition computations).
+
+Not done (XLA does more): flattening nested tuples, merging repeated elements, removing
+loops whose state is only passed through, brute-force trip counts.
+"""
+from __future__ import annotations
+
+from hlo_opt.ir.computation import Computation
+from hlo_opt.ir.instruction import Instruction
+from hlo_opt.ir.shape import Shape
+
+from ._build import Builder
+from ._rewrite import control_successors, remove_dead
+from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
+from .registry import register
+
+
+def _callers(module):
+    out: dict[Computation, int] = {}
+    for comp in module.computations:
+        for i in comp.instructions:
+            for c in i.called:
+                out[c] = out.get(c, 0) + 1
+    return out
+
+
+def _param_gte_indices(comp: Computation):
+    """Tuple indices of the parameter read through get-tuple-element; None when the
+    parameter has another kind of use."""
+    p = comp.parameters[0]
+    idx = set()
+    for u in p.users:
+        if u.opcode != "get-tuple-element":
+            return None
+        idx.add(u.attr("index"))
+    return idx
+
+
+def _deps_on_param(roots, param) -> set | None:
+    """Tuple indices of ``param`` the values ``roots`` depend on (None: a non-GTE use)."""
+    out = set()
+    seen = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if i is param:
+            return None
+        if i.opcode == "get-tuple-element" and i.operands[0] is param:
+            out.add(i.attr("index"))
+            continue
+        stack.extend(i.operands)
+        stack.extend(i.control_predecessors)
+    return out
+
+
+def _live_indices(w: Instruction):
+    body, cond = while_body(w), while_cond(w)
+    n = len(w.shape.tuple_shapes)
+    if body.root.opcode != "tuple" or _param_gte_indices(body) is None:
+        return None
+    cond_idx = _param_gte_indices(cond)
+    if cond_idx is None:
+        return None
+    live = set(cond_idx)
+    for u in w.users:
+        if u.opcode != "get-tuple-element":
+            return None
+        live.add(u.attr("index"))
+    if w.is_root:
+        return None
+    from .constant_folding import has_side_effect
+    effects = [i for i in body.instructions if has_side_effect(i) or i.called]
+    deps = _deps_on_param(effects, body.parameters[0])
+    if deps is None:
+        return None
+    live |= deps
+    work = list(live)
+    while work:
+        j = work.pop()
+        d = _deps_on_param([body.root.operands[j]], body.parameters[0])
+        if d is None:
+            return None
+        for k in d - live:
+            live.add(k)
+            work.append(k)
+    if len(live) == n:
+        return None
+    return sorted(live)
+
+
+def _backward(roots) -> set:
+    seen = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        stack.extend(i.operands)
+        stack.extend(i.control_predecessors)
+    return seen
+
+
+def _body_is_clean(body: Computation, live: list[int]) -> bool:
+    """Every body instruction feeds the root or a side effect (no stray dead code that
+    would keep reading a removed element)."""
+    from .constant_folding import has_side_effect
+    keep = _backward([body.root] + [i for i in body.instructions
+                                    if has_side_effect(i) or i.called])
+    return all(i in keep for i in body.instructions)
+
+
+def _remap_param(comp: Computation, live: list[int], new_shape: Shape) -> None:
+    remap = {old: new for new, old in enumerate(live)}
+    p = comp.parameters[0]
+    p.shape = new_shape
+    for u in list(p.users):
+        u.set_attr("index", remap[u.attr("index")])
+
+
+def _remove_dead_elements(comp: Computation, w: Instruction, module) -> bool:
+    live = _live_indices(w)
+    if live is None:
+        return False
+    body, cond = while_body(w), while_cond(w)
+    callers = _callers(module)
+    if callers.get(body, 0) != 1 or callers.get(cond, 0) != 1 or body is cond:
+        return False
+    if not _body_is_clean(body, live):
+        return False
+    if any(u.attr("index") not in live for u in cond.parameters[0].users):
+        return False
+    new_shape = Shape.tuple([w.shape.tuple_shapes[i] for i in live])
+    # body: a new root with the live elements; the dead ones' computations go away
+    old_root = body.root
+    new_root = body.add("tuple", new_shape, [old_root.operands[i] for i in live])
+    body.root = new_root
+    ctrl = control_successors(body)
+    remove_dead(body, old_root, ctrl)
+    for u in list(body.parameters[0].users):
+        if u.attr("index") not in live:
+            remove_dead(body, u, ctrl)
+    _remap_param(body, live, new_shape)
+    _remap_param(cond, live, new_shape)
+    b = Builder(comp)
+    init = w.operands[0]
+    if init.opcode == "tuple":
+        elems = [init.operands[i] for i in live]
+    else:
+        elems = [b.gte(init, i) for i in live]
+    w.replace_operand(0, b.tuple(elems))
+    w.shape = new_shape
+    remap = {old: new for new, old in enumerate(live)}
+    for u in list(w.users):
+        u.set_attr("index", remap[u.attr("index")])
+    if init.user_count == 0:
+        remove_dead(comp, init, control_successors(comp))
+    return True
+
+
+@register
+class WhileLoopSimplifier:
+    name = "simplify-while-loops"
+
+    def run(self, module) -> bool:
+        before = _reachable(module)
+        changed = False
+        for comp in list(module.computations):
+            if comp.module is not module:
+                continue
+            for w in comp.post_order():
+                if w.opcode != "while" or w.parent is not comp or w.control_predecessors:
+                    continue
+                if self._try_remove_loop(comp, w):
+                    changed = True
+                    continue
+                if _remove_dead_elements(comp, w, module):
+                    changed = True
+        if changed:
+            _drop_unreachable(module, before)
+        return changed
+
+    def _try_remove_loop(self, comp, w) -> bool:
+        n = trip_count(w)
+        if n is None or n > 1:
+            return False
+        if w in control_successors(comp):
+            return False
+        body, cond = while_body(w), while_cond(w)
+        if has_side_effects(cond) or (n == 1 and has_side_effects(body)):
+            return False
+        init = w.operands[0]
+        if n == 0:
+            new = init
+        else:
+            new = inline(comp, body, [init])
+        if w.is_root and not new.shape.same_dims_and_type(w.shape):
+            return False
+        w.replace_all_uses_with(new)
+        remove_dead(comp, w, control_successors(comp))
+        return True
+
+
+def _reachable(module) -> set:
+    reachable = set()
+    stack = [module.entry] if module.entry is not None else []
+    while stack:
+        c = stack.pop()
+        if c in reachable:
+            continue
+        reachable.add(c)
+        for i in c.instructions:
+            stack.extend(i.called)
+    return reachable
+
+
+def _drop_unreachable(module, before: set) -> None:
+    """Remove the computations this pass made unreachable (a removed loop's body)."""
+    after = _reachable(module)
+    for c in list(module.computations):
+        if c in before and c not in after:
+            module.remove_computation(c)
