@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from hlo_opt.api import parse_hlo  # noqa: E402
 from hlo_opt.flags import DebugOptions  # noqa: E402
 
-ROWS, COLS = 64, 256
+ROWS, COLS = 2048, 1024
 
 BLOCK = """\
   %x{i}.red = f32[{r}]{{0}} reduce(f32[{r},{c}]{{1,0}} %x{i}, f32[] %zero), dimensions={{1}}, to_apply=%add

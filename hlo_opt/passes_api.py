@@ -70,6 +70,8 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     from .dump.writer import DumpConfig, DumpDirectory, ModuleDumper
 
     options = options if options is not None else DebugOptions()
+    from passes.gpu._options import set_current_options
+    set_current_options(options)  # GPU passes read their xla_gpu_* flags from here
     pipe = build_pipeline(passes, pipeline)
     if dump_directory is None:
         dump_directory = DumpDirectory(DumpConfig.from_options(options))

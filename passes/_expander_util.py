@@ -29,17 +29,20 @@ def non_fusion_computations(module) -> list[Computation]:
     return [c for c in module.computations if c not in fused]
 
 
-def replace_instruction(comp: Computation, old, new) -> None:
+def replace_instruction(comp: Computation, old, new, fresh: bool = True) -> None:
     """``HloComputation::ReplaceInstruction``: ``new`` (added when detached) takes every use
-    of ``old`` and inherits its metadata/sharding/frontend attributes when it has none;
-    ``old`` then goes with the operands it leaves unused."""
+    of ``old`` and inherits its metadata/sharding/frontend attributes when it has none (as
+    in XLA, even an existing instruction); ``old`` then goes with the operands it leaves
+    unused.  A ``fresh`` replacement (built for this, not an existing value) also takes
+    ``old``'s exact shape (its layout) when the dims and type agree, as XLA's creators
+    give it ``old``'s shape."""
     if new.parent is None:
         comp.add_instruction(new)
     for key in _CARRIED_ATTRS:
         if key in old.attrs and key not in new.attrs:
             new.attrs[key] = old.attrs[key]
-    if old.is_root and new.shape.same_dims_and_type(old.shape):
-        new.shape = old.shape  # the root keeps its layout
+    if fresh and new.shape.same_dims_and_type(old.shape):
+        new.shape = old.shape
     old.replace_all_uses_with(new)
     remove_instruction_and_unused_operands(comp, old)
 

@@ -40,7 +40,7 @@ CHANGED = _Changed()  # a rule edited instructions in place (no single replaceme
 class Pat:
     """Matches an instruction by opcode, operands, capture name and predicate."""
 
-    __slots__ = ("ops", "src", "name", "pred", "commute", "rest")
+    __slots__ = ("ops", "src", "name", "pred", "commute", "rest", "named")
 
     def __init__(self, op=None, *src: "Pat", name: str | None = None,
                  pred: Callable[[Instruction], bool] | None = None, commute: bool = False,
@@ -56,6 +56,8 @@ class Pat:
         self.pred = pred
         self.commute = commute
         self.rest = rest  # True: ``src`` matches a prefix of the operands (variadic ops)
+        # whether this pattern or a sub-pattern captures names (else no trial copies)
+        self.named = name is not None or any(p.named for p in (self.src or ()))
 
     def match(self, inst: Instruction, binds: dict) -> bool:
         if self.ops is not None and inst.opcode not in self.ops:
@@ -70,21 +72,25 @@ class Pat:
                 if not (self.rest and len(ops) > len(self.src)):
                     return False
                 ops = ops[:len(self.src)]
+            named = any(p.named for p in self.src)
             if self.commute and len(ops) == 2:
-                trial = dict(binds)
+                trial = dict(binds) if named else binds
                 if self.src[0].match(ops[0], trial) and self.src[1].match(ops[1], trial):
-                    binds.update(trial)
+                    if named:
+                        binds.update(trial)
                 else:
-                    trial = dict(binds)
+                    trial = dict(binds) if named else binds
                     if not (self.src[0].match(ops[1], trial) and self.src[1].match(ops[0], trial)):
                         return False
-                    binds.update(trial)
+                    if named:
+                        binds.update(trial)
             else:
-                trial = dict(binds)
+                trial = dict(binds) if named else binds
                 for p, o in zip(self.src, ops):
                     if not p.match(o, trial):
                         return False
-                binds.update(trial)
+                if named:
+                    binds.update(trial)
         if self.pred is not None and not self.pred(inst):
             return False
         if self.name is not None:

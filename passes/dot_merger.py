@@ -359,6 +359,9 @@ class DotMerger:
 
     def run(self, module) -> bool:
         changed = False
+        composite = {c for inst in module.instructions() if inst.opcode == "call"
+                     and inst.attrs.get("is_composite") == "true" for c in inst.called}
         for comp in non_fusion_computations(module):
-            changed |= merge_dots(comp, self.max_size_to_merge, self.can_merge)
+            if comp not in composite:  # MakeNonFusionNonCompositeComputations
+                changed |= merge_dots(comp, self.max_size_to_merge, self.can_merge)
         return changed

@@ -18,7 +18,8 @@ def _split(comp, op) -> bool:
     is_update = op.opcode == "dynamic-update-slice"
     rank = op.operands[0].shape.rank
     if rank == 0:
-        replace_instruction(comp, op, op.operands[1] if is_update else op.operands[0])
+        replace_instruction(comp, op, op.operands[1] if is_update else op.operands[0],
+                            fresh=False)
         return True
     first = 2 if is_update else 1
     if len(op.operands) <= first:
@@ -32,7 +33,6 @@ def _split(comp, op) -> bool:
         new = b.dynamic_update_slice(op.operands[0], op.operands[1], scalars)
     else:
         new = b.dynamic_slice(op.operands[0], scalars, op.attr("dynamic_slice_sizes"))
-    new.shape = op.shape
     replace_instruction(comp, op, new)
     return True
 

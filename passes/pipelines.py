@@ -61,13 +61,31 @@ PIPELINES: "dict[str, Seq | Fix]" = {
 }
 
 
+_gpu_registered = False
+
+
+def _ensure_gpu_pipelines() -> None:
+    """The GPU compiler's pipelines (`gpu` and its stages) live in passes/gpu_pipelines.py;
+    they join the table on first use (importing them here at load time would be circular)."""
+    global _gpu_registered
+    if not _gpu_registered:
+        _gpu_registered = True
+        from passes.gpu_pipelines import register_gpu_pipelines
+        register_gpu_pipelines(PIPELINES)
+
+
 def pipeline_names() -> list[str]:
+    _ensure_gpu_pipelines()
     return sorted(PIPELINES)
 
 
 def _build(spec):
     from hlo_opt.pipeline import Fixpoint, Pipeline
     if isinstance(spec, str):
+        kwargs = getattr(spec, "kwargs", None)
+        if kwargs:  # a pass name with constructor arguments (passes.gpu_pipelines.PassSpec)
+            from passes.registry import create_pass
+            return create_pass(str(spec), **kwargs)
         return spec  # resolved (and checked) by Pipeline.add through the registry
     if isinstance(spec, Seq):
         return Pipeline(spec.name, [_build(item) for item in spec.items])
@@ -78,6 +96,7 @@ def _build(spec):
 
 def build_pipeline(name: str):
     """A fresh Pipeline (or Fixpoint) with new pass instances for ``name``."""
+    _ensure_gpu_pipelines()
     spec = PIPELINES.get(name)
     if spec is None:
         raise PassError(f"INVALID_ARGUMENT: Pipeline {name} not found. Known pipelines: "
@@ -95,3 +114,4 @@ def spec_pass_names(spec) -> list[str]:
     for item in spec.items:
         out += spec_pass_names(item)
     return out
+

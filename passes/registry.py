@@ -48,10 +48,11 @@ def pass_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def create_pass(name: str) -> Pass:
+def create_pass(name: str, **kwargs) -> Pass:
+    """A new instance of the pass registered as ``name`` (constructor ``kwargs`` passed on)."""
     _load_all()
     factory = _FACTORIES.get(name)
     if factory is None:
         from hlo_opt.errors import PassError
         raise PassError(f"INVALID_ARGUMENT: Pass {name} not found.")
-    return factory()
+    return factory(**kwargs)

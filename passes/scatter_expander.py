@@ -288,6 +288,7 @@ class ScatterExpander:
                 new = expand_scatter(comp, scatter)
                 if new is None:
                     continue
-                replace_instruction(comp, scatter, new)
+                replace_instruction(comp, scatter, new,
+                                    fresh=new not in scatter.operands)
                 changed = True
         return changed

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -65,6 +66,12 @@ def markdown(rows: list[dict]) -> str:
     lines.append(f"| **total ({len(rows)} modules)** | {tot['instructions']} | "
                  f"{tot['kernels_before']} | {tot['kernels_after']} | "
                  f"{_mb(tot['bytes_before'])} | {_mb(tot['bytes_after'])} | {ratio:.2f} |")
+    ratios = [r["bytes_after"] / r["bytes_before"] for r in rows if r["bytes_before"]]
+    if ratios:
+        geo = math.exp(sum(math.log(max(x, 1e-12)) for x in ratios) / len(ratios))
+        lines.append(f"\nper-module after/before bytes: geometric mean {geo:.2f}, "
+                     f"{sum(1 for x in ratios if x < 1)} of {len(ratios)} modules move fewer "
+                     f"bytes, {sum(1 for x in ratios if x > 1)} more")
     return "\n".join(lines)
 
 

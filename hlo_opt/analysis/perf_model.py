@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import Cost, CostCache, fusion_param_read_bytes, shape_bytes
+from .cost import CostCache, fusion_param_read_bytes, shape_bytes
 from .device import DEFAULT_DEVICE, DeviceInfo
 
 KERNEL_LAUNCH_OVERHEAD = 1e-6  # seconds (kKernelLaunchOverhead)
@@ -47,11 +47,18 @@ def _combine(compute: float, memory: float) -> float:
 
 
 def _threads(inst) -> int:
-    shape = inst.shape
+    """Threads the kernel launches: one per output element for loop kernels; a reduction
+    (or an input fusion) iterates over its input, so its operands' size counts."""
+    shapes = [inst.shape]
     if inst.opcode == "fusion":
         root = inst.fused_computation.root
-        shape = root.operands[0].shape if root.opcode == "tuple" and root.operands else root.shape
-    return max((s.num_elements() for s in shape.leaves() if s.is_array()), default=1)
+        shapes = [o.shape for o in root.operands] if root.opcode == "tuple" else [root.shape]
+        if inst.attrs.get("kind") == "kInput":
+            shapes += [p.shape for p in inst.fused_computation.parameters]
+    elif inst.opcode in ("reduce", "reduce-window", "scatter", "sort"):
+        shapes += [o.shape for o in inst.operands]
+    return max((s.num_elements() for shape in shapes for s in shape.leaves() if s.is_array()),
+               default=1)
 
 
 def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None

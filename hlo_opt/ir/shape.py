@@ -215,7 +215,7 @@ class Shape:
 
 _cache: dict[str, Shape] = {}
 _ARRAY_RE = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\]")
-_LAYOUT_RE = re.compile(r"\{([0-9,\s]*)(?::([^{}]*(?:\{[^{}]*\}[^{}]*)*))?\}")
+_LAYOUT_RE = re.compile(r"\{([0-9,\s]*)(?::((?:[^{}()]|\([^{}()]*\)|\{[^{}()]*\})*))?\}")
 _prefix_cache: dict[str, tuple[Shape, int]] = {}
 
 

@@ -46,24 +46,56 @@ def _unwrap_broadcast(inst: Instruction) -> Instruction:
     return inst
 
 
+_UNIFORM: dict[int, tuple] = {}  # id(literal) -> (literal, its single value or None)
+_NOT_UNIFORM = object()
+
+
+def _uniform_value(c: Instruction):
+    """The one value every element of constant ``c`` holds (Python int/float/complex/bool),
+    or _NOT_UNIFORM; cached per literal (literals are never mutated in place)."""
+    lit = c.literal
+    hit = _UNIFORM.get(id(lit))
+    if hit is not None and hit[0] is lit:
+        return hit[1]
+    arr = None if lit.elided or not c.shape.is_array() else lit.array
+    v = _NOT_UNIFORM
+    if arr is not None and arr.size:
+        t = c.shape.element_type
+        flat = arr.reshape(-1)
+        with np.errstate(all="ignore"):
+            if t == "pred":
+                first = bool(flat[0])
+                conv = flat.astype(bool)
+            elif is_integral(t):
+                conv = flat.astype(np.uint64 if t == "u64" else np.int64)
+                first = int(conv[0])
+            else:
+                conv = flat.astype(np.complex128 if is_complex(t) else np.float64)
+                first = complex(conv[0]) if is_complex(t) else float(conv[0])
+            if flat.size == 1 or bool(np.all(conv == conv[0])):
+                v = first
+    if len(_UNIFORM) > 100_000:
+        _UNIFORM.clear()
+    _UNIFORM[id(lit)] = (lit, v)
+    return v
+
+
 def is_all(inst: Instruction, value) -> bool:
     """Unwraps broadcasts; true when the constant underneath holds only ``value``."""
     c = _unwrap_broadcast(inst)
-    arr = constant_array(c)
-    if arr is None:
+    if c.opcode != "constant":
         return False
-    if arr.size == 0:
+    v = _uniform_value(c)
+    if v is _NOT_UNIFORM:
         return False
     t = c.shape.element_type
-    with np.errstate(all="ignore"):
-        if t == "pred":
-            return bool(np.all(arr == bool(value)))
-        if is_integral(t):
-            if isinstance(value, float) and not value.is_integer():
-                return False
-            return bool(np.all(arr.astype(np.int64 if t != "u64" else np.uint64) == int(value)))
-        vals = arr.astype(np.complex128 if is_complex(t) else np.float64)
-        return bool(np.all(vals == value))
+    if t == "pred":
+        return v == bool(value)
+    if is_integral(t):
+        if isinstance(value, float) and not value.is_integer():
+            return False
+        return v == int(value)
+    return v == value
 
 
 def scalar_value(inst: Instruction):

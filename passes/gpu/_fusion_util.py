@@ -203,3 +203,25 @@ def remove_fusion(comp: Computation, fusion: Instruction) -> None:
     remove(comp, fusion)
     if comp.module is not None and called.module is comp.module:
         drop_computation(comp.module, called)
+
+
+def absorb_consumer(fusion: Instruction, consumer: Instruction) -> Instruction:
+    """Grow ``fusion`` downwards by its only user ``consumer`` (not a fusion): the
+    consumer's clone becomes the new fused root and the fusion takes its place.  The same
+    fusion as fusing the producer fusion into a new fusion of ``consumer``, built in time
+    proportional to the consumer instead of the whole producer body."""
+    comp = fusion.parent
+    fc = fusion.called[0]
+    old_root = fc.root
+    operands = [old_root if o is fusion else param_for(fusion, o) for o in consumer.operands]
+    clone = _clone_into(fc, consumer, operands)
+    fc.root = clone
+    fusion.shape = consumer.shape
+    was_root = consumer.is_root
+    users = consumer.users
+    for u in users:
+        u.replace_operand_with(consumer, fusion)
+    if was_root:
+        comp.root = fusion
+    remove(comp, consumer)
+    return fusion

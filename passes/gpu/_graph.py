@@ -2,8 +2,13 @@
 ``remove_instruction`` scans the whole computation for control edges)."""
 from __future__ import annotations
 
+import weakref
+
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
+
+# computation -> has control edges (recorded when a pass lists the computations it edits)
+_CONTROL_EDGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def has_control_edges(comp: Computation) -> bool:
@@ -11,13 +16,19 @@ def has_control_edges(comp: Computation) -> bool:
 
 
 def remove(comp: Computation, inst: Instruction) -> None:
-    """Remove an instruction without users (not the root)."""
+    """Remove an instruction without users (not the root).  In a computation with control
+    edges (as recorded by :func:`fusible_computations`) the computation's own removal
+    runs, which also drops the instruction from other instructions' control
+    predecessors."""
     if inst.user_count:
         raise ValueError(f"cannot remove %{inst.name}: it still has users")
     if inst is comp.root:
         raise ValueError(f"cannot remove the root %{inst.name}")
     if inst.opcode == "parameter":
         raise ValueError("remove parameters with remove_parameter")
+    if inst.control_predecessors or _CONTROL_EDGES.get(comp, False):
+        comp.remove_instruction(inst)
+        return
     inst.detach_operands()
     del comp._instructions[inst]
     if comp.module is not None:
@@ -92,7 +103,10 @@ def fusible_computations(module) -> list:
                 if callee not in excluded:
                     excluded.add(callee)
                     stack.append(callee)
-    return [c for c in order if c not in excluded]
+    out = [c for c in order if c not in excluded]
+    for c in out:
+        _CONTROL_EDGES[c] = has_control_edges(c)
+    return out
 
 
 # ---- adding and dropping computations in O(1) ------------------------------------------
@@ -185,3 +199,14 @@ def rename_computation(module, comp, stem: str) -> None:
         name = f"{stem}.{n}"
     names.add(name)
     comp.name = name
+
+
+def control_tainted(comp) -> set:
+    """Instructions with control edges (either end): the fusion passes leave them alone,
+    so no control dependency is lost when instructions move into fusions."""
+    out = set()
+    for inst in comp._instructions:
+        if inst.control_predecessors:
+            out.add(inst)
+            out.update(inst.control_predecessors)
+    return out

@@ -18,7 +18,7 @@ from ._fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
                        fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
                        is_physically_transposing, producer_consumer_fusible)
 from ._fusion_util import absorb, create_fusion
-from ._graph import computation_batch, fusible_computations
+from ._graph import computation_batch, control_tainted, fusible_computations
 from ._indexing import IndexingEvaluation
 from ._options import device_for, options_for
 
@@ -88,8 +88,11 @@ class FusionMerger:
         self.costs = CostCache()
         for comp in fusible_computations(module):
             info = FusionInfoCache()
+            tainted = control_tainted(comp)
             for producer in comp.post_order():
                 if producer.parent is not comp or producer.opcode != "fusion":
+                    continue
+                if producer in tainted or any(u in tainted for u in producer.users):
                     continue
                 if self.should_fuse(producer, info) is None:
                     self._fuse_into_all_users(comp, producer, info)

@@ -21,7 +21,8 @@ from ..registry import register
 from ._fusible import (fused_instructions, is_consumer_the_only_non_root_user,
                        is_elementwise, is_loop_fusion)
 from ._fusion_util import create_fusion, fusion_outputs
-from ._graph import add_computation, add_gte, computation_batch, drop_computation, remove
+from ._graph import (add_computation, add_gte, computation_batch, control_tainted,
+                     drop_computation, remove)
 
 SHAPE_THRESHOLD = 128 * 2048
 INSTR_COUNT_THRESHOLD = 30
@@ -33,8 +34,8 @@ def _element_types(inst) -> set:
     return {o.shape.element_type for o in fusion_outputs(inst)}
 
 
-def _is_fusible_candidate(inst: Instruction) -> bool:
-    if inst.control_predecessors:
+def _is_fusible_candidate(inst: Instruction, tainted: set = frozenset()) -> bool:
+    if inst.control_predecessors or inst in tainted:
         return False
     if is_elementwise(inst) and inst.opcode != "fusion" and inst.operands:
         return True
@@ -84,11 +85,11 @@ def _latest_non_gte_ancestor(inst):
     return inst
 
 
-def _candidates(consumer) -> list:
+def _candidates(consumer, tainted: set = frozenset()) -> list:
     seen: dict = {}
     for o in consumer.operands:
         p = _latest_non_gte_ancestor(o)
-        if _is_fusible_candidate(p) and p not in seen:
+        if _is_fusible_candidate(p, tainted) and p not in seen:
             seen[p] = None
     pool = set(seen)
     out = []
@@ -231,10 +232,11 @@ class GpuHorizontalLoopFusion:
     def _run(self, module) -> bool:
         comp = module.entry
         changed = False
+        tainted = control_tainted(comp)
         for consumer in reversed(comp.post_order()):
             if consumer.parent is not comp:
                 continue
-            for span in _spans(_candidates(consumer)):
+            for span in _spans(_candidates(consumer, tainted)):
                 if len(span) < 2:
                     continue
                 fusions = [f if f.opcode == "fusion" else create_fusion(comp, f, "kLoop")

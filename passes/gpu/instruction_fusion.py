@@ -30,7 +30,7 @@ from ._fusible import (FusionInfoCache, creates_heavy_computation, is_input_fusi
                        is_physically_transposing, producer_consumer_fusible,
                        reuses_operand_elements, should_fuse_in_place_op)
 from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, fusible_computations, remove
+from ._graph import computation_batch, control_tainted, fusible_computations, remove
 from ._indexing import IndexingEvaluation
 from ._options import device_for, options_for
 
@@ -46,6 +46,7 @@ class FusionRules:
         self.may_duplicate = may_duplicate
         self.evaluations: dict = {}
         self.info = FusionInfoCache()
+        self.tainted: set = set()  # instructions with control edges (per computation)
 
     # InstructionFusion::ShouldFuse
     def base_should_fuse(self, consumer, i) -> str | None:
@@ -78,6 +79,8 @@ class FusionRules:
         return self.base_should_fuse(consumer, i)
 
     def should_fuse(self, consumer, i) -> str | None:
+        if consumer in self.tainted or consumer.operands[i] in self.tainted:
+            return "control dependencies"
         reason = self.inexpensive_checks(consumer, i)
         if reason:
             return reason
@@ -185,6 +188,7 @@ class GpuInstructionFusion:
         return changed
 
     def _run_on_computation(self, comp, rules: FusionRules) -> bool:
+        rules.tainted = control_tainted(comp)
         post = comp.post_order()
         do_not_duplicate: set = set()
         if rules.may_duplicate:

@@ -211,6 +211,7 @@ def _sink(comp, e, layout: Layout, work: list) -> None:
     if was_root:
         comp.root = back
     work.append(back)
+    work.extend(u for u in back.users if u.opcode == "copy")
 
 
 @register

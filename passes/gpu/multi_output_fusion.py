@@ -25,7 +25,7 @@ from ._fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budge
                        is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
                        shapes_compatible_for_mof)
 from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, fusible_computations
+from ._graph import computation_batch, control_tainted, fusible_computations
 from ._options import device_for
 from .fusion_merger import producer_consumer_merged_too_large
 
@@ -98,11 +98,13 @@ class GpuMultiOutputFusion:
         self.costs = CostCache()
         reach = Reachability(comp)
         info = FusionInfoCache()
+        self.tainted = control_tainted(comp)
         changed = False
         worklist = comp.post_order()
         while worklist:
             producer = worklist.pop()
-            if producer.parent is not comp or producer.opcode == "constant":
+            if producer.parent is not comp or producer.opcode == "constant" or \
+                    producer in self.tainted:
                 continue
             if self._fuse_siblings(comp, producer, reach, info):
                 changed = True
@@ -129,13 +131,15 @@ class GpuMultiOutputFusion:
         i = 0
         while i < len(siblings):
             a = siblings[i]
-            if a.parent is not comp or a.opcode != "fusion" or sibling_candidate(a):
+            if a.parent is not comp or a.opcode != "fusion" or sibling_candidate(a) or \
+                    a in self.tainted:
                 i += 1
                 continue
             j = i + 1
             while j < len(siblings):
                 b = siblings[j]
-                if b.parent is not comp or sibling_candidate(b) or reach.connected(a, b) \
+                if b.parent is not comp or b in self.tainted or sibling_candidate(b) \
+                        or reach.connected(a, b) \
                         or shapes_compatible_for_mof(a, b) or _legal_to_fuse(a, b, self.device,
                                                                               info):
                     j += 1
@@ -165,7 +169,8 @@ class GpuMultiOutputFusion:
             return None
         candidates = []
         for consumer in users:
-            if not is_fusible_as_mof_root(consumer) or _tuple_valued_root(consumer):
+            if consumer in self.tainted or not is_fusible_as_mof_root(consumer) or \
+                    _tuple_valued_root(consumer):
                 continue
             if is_mof(consumer) and any(u.opcode != "get-tuple-element" for u in consumer.users):
                 continue

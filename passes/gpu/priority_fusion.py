@@ -26,8 +26,8 @@ from ._fusible import (FusionInfoCache, can_emit_input_fused_scatter, choose_fus
                        fused_instructions, fusion_fits_in_budget, is_elementwise,
                        is_fusible as hlo_is_fusible, is_input_fusible, is_input_fusible_reduction,
                        is_intermediate, should_fuse_in_place_op)
-from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, fusible_computations, remove
+from ._fusion_util import absorb, absorb_consumer, create_fusion, set_kind
+from ._graph import computation_batch, control_tainted, fusible_computations, remove
 from ._options import device_for, options_for
 from .fusion_merger import producer_consumer_merged_too_large
 
@@ -124,6 +124,8 @@ class GpuPriorityFusion:
 
     # -- decisions --
     def can_fuse(self, producer, consumer) -> str | None:
+        if producer in self.tainted or consumer in self.tainted:
+            return "control dependencies"
         if not self.info.memo("gpufus", producer, gpu_fusible):
             return "the producer is not fusible"
         if not self.info.memo("gpufus", consumer, gpu_fusible):
@@ -177,6 +179,7 @@ class GpuPriorityFusion:
 
     # -- the loop --
     def _run_on(self, comp) -> bool:
+        self.tainted = control_tainted(comp)
         queue = _Queue(self, comp)
         for inst in comp.post_order():
             if inst.opcode in ("parameter", "tuple", "get-tuple-element") or \
@@ -220,7 +223,7 @@ class GpuPriorityFusion:
                     if hlo_is_fusible(o):
                         to_update.add(o)
                 to_update.add(fusion)
-            if producer.parent is comp and producer.user_count == 0:
+            if producer.parent is comp and producer.user_count == 0 and not producer.is_root:
                 queue.remove(producer)
                 to_update.discard(producer)
                 self._remove(comp, producer)
@@ -231,8 +234,10 @@ class GpuPriorityFusion:
                     queue.set_priority(inst)
         # finally, small constants go into every fusible user
         for constant in [i for i in comp.instructions if _is_small_constant(i)]:
+            if constant in self.tainted:
+                continue
             for user in list(constant.users):
-                if gpu_fusible(user) and not can_emit_input_fused_scatter(constant, user) and \
+                if user not in self.tainted and gpu_fusible(user) and not can_emit_input_fused_scatter(constant, user) and \
                         user.parent is comp:
                     self._fuse(constant, user, comp)
                     changed = True
@@ -242,6 +247,11 @@ class GpuPriorityFusion:
 
     def _fuse(self, producer, consumer, comp):
         kind = choose_fusion_kind(producer, consumer)
+        if producer.opcode == "fusion" and consumer.opcode != "fusion" and \
+                producer.user_count == 1 and producer.called[0].root.opcode != "tuple":
+            # grow the producer's fusion downwards: same result, linear cost
+            set_kind(producer, kind)
+            return absorb_consumer(producer, consumer)
         if consumer.opcode == "fusion":
             fusion = consumer
             if kind == "kInput":

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hlo_opt.text import parser
+from hlo_opt.text import parser, patterns
 from hlo_opt.text.parser import parse_hlo, parse_hlo_modules
 from tests.conftest import corpus_files, sample_files
 from tests.text.xla_syntax import MODULES
@@ -20,7 +20,7 @@ def _texts():
 
 
 def _general_only(monkeypatch):
-    monkeypatch.setattr(parser, "_FAST_INST_RE", NEVER)
+    monkeypatch.setattr(parser, "FAST_INST_RE", NEVER)
 
 
 def test_fast_and_general_paths_agree(monkeypatch):
@@ -77,4 +77,4 @@ def test_canonical_text_takes_the_fast_path(monkeypatch):
     "  %s = f32[1]{0} slice(f32[2]{0} %p), slice={[0:1]}",
 ])
 def test_fast_regex_covers_common_lines(line):
-    assert parser._FAST_INST_RE.match(line + "\n")
+    assert patterns.FAST_INST_RE.match(line + "\n")

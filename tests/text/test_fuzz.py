@@ -108,6 +108,8 @@ def test_mutations_raise_only_parse_errors(text):
     "e { x = f32[] parameter(0), control-predecessors={%nope} }",
     "a { x = f32[] parameter(0) }\nb { y = f32[] call(), to_apply=c }",
     "e { x = f32[] parameter(0) }, execution_thread=",
+    "e {\n x = bf16[2,3]{1,0:T(2,128),1)} parameter(0)\n}",
+    "e {\n x = f32[2] {1,0} parameter(0)\n}", "e {\n x = f32[2] {0} parameter(0)\n}",
 ])
 def test_edge_inputs_raise_only_parse_errors(text):
     _check(text)

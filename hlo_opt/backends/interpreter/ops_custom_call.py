@@ -182,6 +182,41 @@ def cudnn_conv_forward(inst, args, ctx):
     return _array_and_scratch(inst, cast_float_result(out, out_shape.dtype))
 
 
+_ACTIVATIONS = {
+    "kNone": lambda out, cfg: out,
+    "kRelu": lambda out, cfg: np.maximum(out, 0),
+    "kRelu6": lambda out, cfg: np.clip(out, 0, 6),
+    "kElu": lambda out, cfg: np.where(out > 0, out, np.expm1(out)),
+    "kLeakyRelu": lambda out, cfg: np.where(out > 0, out,
+                                            float(cfg.get("leakyrelu_alpha", 0)) * out),
+}
+
+
+@target("__cudnn$convBiasActivationForward")
+def cudnn_conv_bias_activation(inst, args, ctx):
+    """activation(conv * conv_result_scale + side_input_scale * side + bias), bias along
+    the output feature dimension (what cudnn-fused-convolution-rewriter emits)."""
+    out_shape = _value_shape(inst)
+    acc = compute_dtype(out_shape.dtype)
+    labels, params = _conv_setup(inst, args[0].ndim)
+    x, w = to_canonical(args[0].astype(acc), args[1].astype(acc), labels)
+    out = from_canonical_output(conv_forward(x, w, params), labels)
+    cfg = backend_config(inst).get("cudnn_conv_backend_config", {})
+    out = out * float(cfg.get("conv_result_scale", 1))
+    if len(args) > 3:
+        out = out + float(cfg.get("side_input_scale", 0)) * args[3].astype(acc)
+    if len(args) > 2:
+        shape = [1] * out.ndim
+        shape[labels.output_feature] = -1
+        out = out + args[2].astype(acc).reshape(shape)
+    mode = cfg.get("activation_mode", "kNone")
+    if mode not in _ACTIVATIONS:
+        raise unsupported(inst, f"convBiasActivationForward activation_mode {mode}")
+    out = _ACTIVATIONS[mode](out, cfg)
+    return _array_and_scratch(inst, cast_float_result(np.asarray(out).astype(acc),
+                                                      out_shape.dtype))
+
+
 @target("__cudnn$convBackwardInput")
 def cudnn_conv_backward_input(inst, args, ctx):
     if len(args) != 2:

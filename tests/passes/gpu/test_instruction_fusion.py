@@ -167,15 +167,30 @@ def test_operand_budget_limits_fusion():
     assert len(fusions(m)) >= 2
 
 
-def test_softmax_fusions():
+def test_softmax_fusion_alone():
+    # exp feeds the sum and the divide: without duplication (the first of XLA's two
+    # instruction-fusion runs) sub+exp become one loop fusion, which the second run may
+    # not duplicate (it is a fusion now): 2 loop fusions and 2 bare reductions
     text = (SAMPLES / "softmax.hlo").read_text()
     m = check(text, "fusion", seeds=(0,)).module
-    # the max reduction stays a reduction kernel, exp+sum is an input fusion, the divide a
-    # loop fusion (exp is cheap in f32: duplicated into both)
+    assert kinds(m) == ["kLoop", "kLoop"]
+    assert entry_ops(m).count("reduce") == 2
+
+
+def test_softmax_fusions_with_merger():
+    # XLA's classic result: the max reduction stays a reduction kernel, exp+sum is one
+    # input fusion, sub+exp+divide one loop fusion (fusion_merger merges the exp fusion
+    # into both users; the next fusion round fuses the scalar init constant)
+    text = (SAMPLES / "softmax.hlo").read_text()
+    m = check(text, "fusion,fusion_merger,fusion", seeds=(0,)).module
     assert kinds(m) == ["kInput", "kLoop"]
-    assert "reduce" in entry_ops(m)
-    loop = [f for f in fusions(m) if f.attrs["kind"] == "kLoop"][0]
-    assert "exponential" in fused_ops(loop) and "divide" in fused_ops(loop)
+    assert entry_ops(m).count("reduce") == 1
+    by_kind = {f.attrs["kind"]: f for f in fusions(m)}
+    assert fused_ops(by_kind["kInput"]).count("exponential") == 1
+    assert "reduce" in fused_ops(by_kind["kInput"])
+    assert "constant" in fused_ops(by_kind["kInput"])
+    assert "exponential" in fused_ops(by_kind["kLoop"])
+    assert "divide" in fused_ops(by_kind["kLoop"])
 
 
 @pytest.mark.parametrize("name", ["layer_norm", "mlp_train_step", "mobilenet_cluster",
@@ -184,3 +199,21 @@ def test_samples_differential(name):
     text = (SAMPLES / f"{name}.hlo").read_text()
     result = check(text, "fusion", seeds=(0,))
     assert result.changed
+
+
+def test_instructions_with_control_edges_stay_unfused():
+    text = """HloModule ctrl
+ENTRY %main (a: f32[8]) -> f32[8] {
+  %a = f32[8] parameter(0)
+  %n = f32[8] negate(%a)
+  %e = f32[8] exponential(%n)
+  %t = f32[8] tanh(%a), control-predecessors={%n}
+  ROOT %r = f32[8] add(%e, %t)
+}
+"""
+    for passes in ("fusion", "priority-fusion", "fusion,fusion_merger,multi_output_fusion"):
+        m = run(text, passes)
+        names = {i.name for i in m.entry.instructions}
+        assert {"n", "t"} <= names
+        t = [i for i in m.entry.instructions if i.name == "t"][0]
+        assert [p.name for p in t.control_predecessors] == ["n"]

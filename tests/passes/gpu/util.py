@@ -7,9 +7,7 @@ from hlo_opt.pipeline import Pipeline, PipelineRunner
 from passes.gpu._options import using_options
 
 from ..harness import check_pass
-from .interp_ext import install
 
-install()
 
 
 def options(**flags) -> DebugOptions:

@@ -1,0 +1,137 @@
+"""layout-assignment, copy-insertion, variadic-op-splitter and the algorithm pickers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hlo_opt.ir.shape import Layout
+
+from .util import check, entry_ops, run
+
+SAMPLES = Path(__file__).resolve().parents[3] / "sample_modules"
+
+CONV_CHAIN = """HloModule chain
+ENTRY %main (x: f32[1,8,8,3], w1: f32[3,3,3,4], w2: f32[3,3,4,4]) -> f32[1,8,8,4] {
+  %x = f32[1,8,8,3] parameter(0)
+  %w1 = f32[3,3,3,4] parameter(1)
+  %w2 = f32[3,3,4,4] parameter(2)
+  %c1 = f32[1,8,8,4] convolution(%x, %w1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %e = f32[1,8,8,4] exponential(%c1)
+  %k = f32[] constant(2)
+  %kb = f32[1,8,8,4] broadcast(%k), dimensions={}
+  %m = f32[1,8,8,4] multiply(%e, %kb)
+  ROOT %c2 = f32[1,8,8,4] convolution(%m, %w2), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+"""
+NCHW = Layout((2, 1, 3, 0))   # b01f: batch, feature, then spatial (major to minor)
+OIHW = Layout((1, 0, 2, 3))   # 01io: out, in, then spatial
+
+
+def _convs(m):
+    return [i for i in m.entry.post_order() if i.opcode == "custom-call"]
+
+
+def test_f32_convolutions_get_nchw_and_the_chain_between_follows():
+    m = check(CONV_CHAIN, "cudnn-conv-rewriter,layout-assignment").module
+    c1, c2 = _convs(m)
+    for c in (c1, c2):
+        assert c.shape.tuple_shapes[0].effective_layout() == NCHW
+        assert c.operands[0].shape.effective_layout() == NCHW
+        assert c.operands[1].shape.effective_layout() == OIHW
+    # exp and multiply between the convolutions run in NCHW: no transposes in between
+    e = [i for i in m.entry.instructions if i.opcode == "exponential"][0]
+    assert e.shape.effective_layout() == NCHW
+    assert c2.operands[0].opcode == "multiply"
+    # copies: x, both filters, and the result back to the entry layout
+    assert entry_ops(m).count("copy") == 4
+    assert m.entry.root.opcode == "copy"
+    assert m.entry.root.shape.effective_layout() == Layout((3, 2, 1, 0))
+
+
+def test_f16_convolutions_get_nhwc():
+    text = CONV_CHAIN.replace("f32", "f16")
+    m = check(text, "cudnn-conv-rewriter,layout-assignment", rtol=2e-2, atol=2e-2).module
+    c1, _ = _convs(m)
+    # NHWC is the row-major layout of b01f: only the filters are copied (to OHWI)
+    assert c1.shape.tuple_shapes[0].effective_layout() == Layout((3, 2, 1, 0))
+    assert c1.operands[1].shape.effective_layout() == Layout((2, 1, 0, 3))
+
+
+def test_layout_assignment_keeps_mobilenet_values():
+    check((SAMPLES / "mobilenet_cluster.hlo").read_text(),
+          "cudnn-conv-rewriter,cudnn-fused-convolution-rewriter,gpu-conv-padding-legalization,"
+          "layout-assignment", seeds=(0,))
+
+
+def test_gemm_operands_with_batch_dims_minor_are_copied():
+    text = """HloModule g
+ENTRY %main (a: f32[8,32,16], b: f32[8,16,32]) -> f32[8,32,32] {
+  %a = f32[8,32,16]{0,2,1} parameter(0)
+  %b = f32[8,16,32] parameter(1)
+  ROOT %d = f32[8,32,32] dot(%a, %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+}
+"""
+    m = check(text, "cublas-gemm-rewriter,layout-assignment").module
+    (g,) = _convs(m)
+    assert g.operands[0].opcode == "copy"
+    assert g.operands[0].shape.effective_layout() == Layout((2, 1, 0))
+    assert g.operands[1].opcode == "parameter"
+
+
+# ---- copy-insertion ------------------------------------------------------------------------
+
+def test_copy_insertion_copies_read_only_and_repeated_results():
+    text = """HloModule ci
+ENTRY %main (a: f32[4], b: f32[4]) -> (f32[4], f32[4], f32[4], f32[4]) {
+  %a = f32[4] parameter(0)
+  %b = f32[4] parameter(1)
+  %c = f32[4] constant({1, 2, 3, 4})
+  %s = f32[4] add(%a, %b)
+  ROOT %t = (f32[4], f32[4], f32[4], f32[4]) tuple(%a, %c, %s, %s)
+}
+"""
+    m = check(text, "copy-insertion").module
+    ops = [o.opcode for o in m.entry.root.operands]
+    assert ops == ["copy", "copy", "add", "copy"]
+
+
+def test_copy_insertion_respects_input_output_alias():
+    text = """HloModule alias, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY %main (a: f32[4]) -> f32[4] {
+  ROOT %a = f32[4] parameter(0)
+}
+"""
+    assert not run(text, "copy-insertion").entry.root.opcode == "copy"
+
+
+def test_copy_insertion_while_loop():
+    m = check((SAMPLES / "while_loop.hlo").read_text(), "copy-insertion").module
+    w = [i for i in m.entry.instructions if i.opcode == "while"][0]
+    init = w.operands[0]
+    # read-only initial values (constants / parameters) are copied into the loop state
+    assert all(o.opcode not in ("parameter", "constant") for o in init.operands)
+
+
+# ---- variadic-op-splitter ------------------------------------------------------------------
+
+def test_variadic_op_splitter_splits_big_concatenates():
+    n = 300
+    params = ", ".join(f"p{i}: f32[2]" for i in range(n))
+    lines = [f"  %p{i} = f32[2] parameter({i})" for i in range(n)]
+    lines.append(f"  ROOT %c = f32[{2 * n}] concatenate(" +
+                 ", ".join(f"%p{i}" for i in range(n)) + "), dimensions={0}")
+    text = f"HloModule v\nENTRY %main ({params}) -> f32[{2 * n}] {{\n" + "\n".join(lines) + "\n}\n"
+    m = check(text, "variadic-op-splitter", seeds=(0,)).module
+    concats = [i for i in m.entry.instructions if i.opcode == "concatenate"]
+    assert all(len(c.operands) <= 128 for c in concats)
+    assert len(concats) == 4  # 128 + 128 + 44, then the three joined
+
+
+def test_algorithm_pickers_change_nothing_without_a_gpu():
+    text = (SAMPLES / "matmul_bias_gelu.hlo").read_text()
+    for level in (0, 4):
+        result = check(text, "cublas-gemm-rewriter,gemm-algorithm-picker,"
+                             "gpu-conv-algorithm-picker", seeds=(0,),
+                       xla_gpu_autotune_level=level)
+        assert result.changed  # (the rewriter)
+    m = run(text, "gemm-algorithm-picker,gpu-conv-algorithm-picker")
+    assert "dot" in entry_ops(m)
