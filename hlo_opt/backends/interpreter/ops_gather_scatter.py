@@ -15,6 +15,8 @@ that span a whole operand dim as plain slices).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .heavy_common import (UFUNCS, as_result, batched_call, binary_combiners, call_leaves,
@@ -105,7 +107,7 @@ def gather(inst, args, ctx):
                                 f"is {rank}")
     idx = _canonical_indices(indices, ivd)
     batch_shape = idx.shape[:-1]
-    idx = idx.reshape(-1, idx.shape[-1])
+    idx = idx.reshape(math.prod(idx.shape[:-1]), idx.shape[-1])  # -1 fails for 0-wide rows
     m = idx.shape[0]
 
     starts = np.zeros((m, rank), dtype=np.int64)
@@ -160,7 +162,7 @@ def scatter(inst, args, ctx):
 
     idx = _canonical_indices(indices, ivd)
     batch_shape = idx.shape[:-1]
-    idx = idx.reshape(-1, idx.shape[-1])
+    idx = idx.reshape(math.prod(idx.shape[:-1]), idx.shape[-1])  # -1 fails for 0-wide rows
     m = idx.shape[0]
 
     # Window sizes per operand dim (1 for inserted and batching dims).
@@ -188,9 +190,19 @@ def scatter(inst, args, ctx):
 
     starts = starts[valid]
     upd = [u[valid] for u in upd]
+    if rank == 0 and starts.shape[0]:
+        # Every update combines into the one element, in update order.
+        index = (np.zeros(starts.shape[0], dtype=np.int64),)
+        views = [o.reshape(1) for o in operands]  # views: writes land in ``operands``
+        flat_upd = [u.reshape(-1) for u in upd]
+        ops = binary_combiners(inst.to_apply, n)
+        if ops is not None:
+            for view, values, op in zip(views, flat_upd, ops):
+                _apply_fast(view, index, values, op)
+        else:
+            _apply_generic(ctx, inst.to_apply, views, index, flat_upd)
+        return _result(inst, operands)
     if starts.shape[0] == 0 or any(s == 0 for s in wsizes) or rank == 0:
-        if rank == 0 and starts.shape[0]:
-            raise unsupported(inst, "scatter into a rank-0 operand")
         return _result(inst, operands)
 
     ops = binary_combiners(inst.to_apply, n)

@@ -397,3 +397,28 @@ ENTRY e {
     out = run(scatter_text, "s", [op, i, u])
     np.testing.assert_array_equal(
         out, ref_scatter([op], i, [u], [0, 2], set(), [1], 1, lambda a, b: a + b)[0])
+
+
+_SCALAR_SCATTER = """HloModule s
+comb {{ a = s32[] parameter(0)
+ b = s32[] parameter(1)
+ ROOT c = s32[] {body} }}
+ENTRY e {{
+  op = s32[] parameter(0)
+  idx = s32[3,0] parameter(1)
+  upd = s32[3] parameter(2)
+  ROOT s = s32[] scatter(op, idx, upd), update_window_dims={{}}, inserted_window_dims={{}}, scatter_dims_to_operand_dims={{}}, index_vector_dim=1, to_apply=comb
+}}
+"""
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("add(a, b)", 5 + 1 + 2 + 3),          # fast path
+    ("subtract(b, a)", 3 - (2 - (1 - 5))),  # generic combiner, applied in update order
+])
+def test_scatter_into_a_scalar_combines_every_update_in_order(body, expected):
+    import hlo_opt
+    module = hlo_opt.parse_hlo(_SCALAR_SCATTER.format(body=body))
+    out = hlo_opt.execute(module, [np.int32(5), np.zeros((3, 0), np.int32),
+                                   np.array([1, 2, 3], np.int32)])
+    assert out[0] == expected
