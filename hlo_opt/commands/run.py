@@ -27,7 +27,7 @@ from ..errors import HloError
 @click.option("--pipeline", default=None, help="Run this named pipeline before executing.")
 @click.option("--passes", default=None, help="Run these passes (comma list) before executing.")
 @click.option("--backend", default="interpreter", show_default=True,
-              help="Backend that executes the module (interpreter, cpu, cuda).")
+              help="Backend that executes the module (only `interpreter` exists so far).")
 @click.option("--inputs", "inputs_path", default=None,
               help="npz file with arg0..argN-1 (the entry parameters by number).")
 @click.option("--random-inputs", is_flag=True,
