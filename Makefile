@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(VENV)/bin/pip
 SAMPLE ?= sample_modules/reduce_sum_xyz.hlo
-PIPELINE ?= optimization
+PIPELINE ?= gpu
 
 .PHONY: run test install install-test bench lint clean
 

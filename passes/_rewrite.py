@@ -213,6 +213,7 @@ def removable(inst: Instruction, ctrl_succ: set) -> bool:
     return (inst.parent is not None and inst.user_count == 0 and not inst.is_root
             and inst.opcode != "parameter" and inst.opcode not in SIDE_EFFECTING
             and not inst.control_predecessors and inst not in ctrl_succ
+            and not inst.control_successors
             and not (inst.opcode == "custom-call"
                      and inst.attrs.get("custom_call_has_side_effect") == "true"))
 
@@ -234,16 +235,7 @@ def remove_dead(comp: Computation, inst: Instruction, ctrl_succ: set) -> int:
 
 
 def _remove(comp: Computation, inst: Instruction, has_ctrl: bool) -> None:
-    if has_ctrl:
-        comp.remove_instruction(inst)
-        return
-    # Computation.remove_instruction scans every instruction for control edges (O(n)); with
-    # no control edges in the computation the removal is O(1).
-    inst.detach_operands()
-    del comp._instructions[inst]
-    if comp.module is not None:
-        comp.module.release_name(inst.name)
-    inst.parent = None
+    comp.remove_instruction(inst)  # O(1): the IR keeps control edges both ways
 
 
 def replace(ctx: RewriteCtx, old: Instruction, new: Instruction) -> None:
@@ -305,11 +297,8 @@ def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction):
 
 
 def control_successors(comp: Computation) -> set:
-    out = set()
-    for i in comp._instructions:
-        if i.control_predecessors:
-            out.update(i.control_predecessors)
-    return out
+    """The instructions of ``comp`` that are some instruction's control predecessor."""
+    return {i for i in comp._instructions if i.control_successors}
 
 
 def run_rules(comp: Computation, rules: Rules, opts, fired: Counter | None = None,

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import struct
 
-from .dce import SideEffects, control_successor_set, remove_instruction_and_unused_operands
+from .dce import (SideEffects, control_successor_set, has_side_effect_no_recurse,
+                  remove_instruction_and_unused_operands)
 from .registry import register
 
 # HloOpcodeIsBinaryCommutative
@@ -28,10 +29,13 @@ _IGNORED_ATTRS = frozenset({"metadata", "statistics", "origin"})
 
 
 class _ComputationKeys:
-    """Structural keys of computations: equal keys <=> equal computations (names aside)."""
+    """Structural keys of computations: equal keys <=> equal computations (names aside).
+    A key is a small int (the structure is interned once), so an instruction's CSE key
+    stays cheap to hash however large the computations it calls are."""
 
     def __init__(self):
         self._keys: dict = {}
+        self._interned: dict = {}
 
     def key(self, comp):
         k = self._keys.get(comp)
@@ -39,19 +43,26 @@ class _ComputationKeys:
             self._keys[comp] = ("cycle", id(comp))
             order = comp.post_order()
             index = {inst: i for i, inst in enumerate(order)}
-            rows = tuple((inst.opcode, inst.shape, tuple(index[o] for o in inst.operands),
-                          _attr_key(inst), inst.payload,
-                          tuple(self.key(c) for c in inst.called),
-                          tuple(index.get(p, -1) for p in inst.control_predecessors))
-                         for inst in order)
-            params = tuple(index.get(p, -1) for p in comp.parameters)
-            k = (rows, params, index.get(comp.root, -1))
+            rows = []
+            for inst in order:
+                called = inst.called
+                ctrl = inst.control_predecessors
+                rows.append((inst.opcode, inst.shape, tuple([index[o] for o in inst.operands]),
+                             _attr_key(inst), inst.payload,
+                             tuple([self.key(c) for c in called]) if called else (),
+                             tuple([index.get(p, -1) for p in ctrl]) if ctrl else ()))
+            params = tuple([index.get(p, -1) for p in comp.parameters])
+            structure = (tuple(rows), params, index.get(comp.root, -1))
+            k = self._interned.setdefault(structure, len(self._interned))
             self._keys[comp] = k
         return k
 
 
 def _attr_key(inst) -> tuple:
-    return tuple((k, v) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS)
+    attrs = inst.attrs
+    if _IGNORED_ATTRS.isdisjoint(attrs):
+        return tuple(attrs.items())
+    return tuple((k, v) for k, v in attrs.items() if k not in _IGNORED_ATTRS)
 
 
 def _scalar_key(shape, text: str):
@@ -121,11 +132,16 @@ def _iota_id(inst) -> object:
 
 
 def _cse_key(inst, comp_keys: _ComputationKeys) -> tuple:
-    ops = tuple(_iota_id(o) for o in inst.operands)
-    if inst.opcode in _COMMUTATIVE and len(ops) == 2:
-        ops = tuple(sorted(ops, key=_order))  # either operand order is the same key
+    ops = tuple(inst.operands)
+    for o in ops:
+        if o.opcode == "iota":
+            ops = tuple([_iota_id(x) for x in ops])
+            break
+    if len(ops) == 2 and inst.opcode in _COMMUTATIVE and _order(ops[1]) < _order(ops[0]):
+        ops = (ops[1], ops[0])  # either operand order is the same key
+    called = inst.called
     return (inst.opcode, inst.shape, ops, _attr_key(inst), inst.payload,
-            tuple(comp_keys.key(c) for c in inst.called))
+            tuple([comp_keys.key(c) for c in called]) if called else ())
 
 
 def _order(x):
@@ -160,7 +176,8 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
             continue  # removed earlier in this walk
         if not inst.operands and inst.opcode not in ("partition-id", "replica-id"):
             continue
-        if inst.opcode in _NEVER_IDENTICAL or effects.instruction(inst):
+        if inst.opcode in _NEVER_IDENTICAL or has_side_effect_no_recurse(inst) or (
+                inst.called and effects.instruction(inst)):
             continue
         if inst.control_predecessors or inst in ctrl:
             continue

@@ -39,21 +39,41 @@ class Fix:
         return self.body if isinstance(self.body, str) else self.body.name
 
 
-# The simplification fixpoint: XLA's GPU "simplification" HloPassFix<HloPassPipeline>.
+# The simplification fixpoint: XLA's GPU "simplification" HloPassFix<HloPassPipeline>, in
+# the seed's order (shared/seeds/002: GpuCompiler::OptimizeHloModule).
 SIMPLIFICATION = Fix(Seq("simplification", [
+    "batchnorm_expander",
+    "algsimp",
+    "simplify-sorts",
     "tuple-simplifier",
-    "cse",
+    "while-loop-constant-sinking",
+    "simplify-while-loops",
+    "slice-sinker",
     "dce",
+    "reshape-mover",
+    "constant_folding",
+    "simplify-conditional",
 ]))
 
 PIPELINES: "dict[str, Seq | Fix]" = {
-    # What `make run` and `--pipeline=optimization` run: inline calls, give each
-    # control-flow computation one caller, then simplify to a fixpoint.
+    # XLA's GPU "optimization" pipeline in the seed's order; the seed's passes we do not
+    # have (gpu_hlo_support_checker, element_type_converter,
+    # hlo-get-dimension-size-rewriter) are the only ones left out.
     "optimization": Seq("optimization", [
+        "zero_sized_hlo_elimination",
+        "dynamic-index-splitter",
         "call-inliner",
-        "flatten-call-graph",
+        "dot_decomposer",
+        "convolution-group-converter",
+        "stable-sort-expander",
         SIMPLIFICATION,
+        SIMPLIFICATION,
+        SIMPLIFICATION,
+        "zero_sized_hlo_elimination",
+        "transpose-folding",
+        "cse",
         "dce",
+        "while-loop-trip-count-annotator",
     ]),
     "simplification": SIMPLIFICATION,
     # Clean-up only: what a pass test runs after the pass under test.

@@ -229,7 +229,7 @@ def fusion_outputs(fusion: Instruction) -> list[Instruction]:
 def fusion_cost(fusion: Instruction) -> Cost:
     comp = fusion.fused_computation
     flops = trans = 0.0
-    for inst in comp.instructions:
+    for inst in comp._instructions:
         if inst.opcode == "parameter":
             continue
         f, t = (fusion_cost(inst).flops, fusion_cost(inst).transcendentals) \
@@ -248,9 +248,16 @@ def fusion_cost(fusion: Instruction) -> Cost:
 
 # ---- utilization --------------------------------------------------------------------------
 
+# Opcodes whose operands are not simply read once per output element.
+_UTILIZATION_OPCODES = frozenset({"broadcast", "slice", "dynamic-slice", "gather",
+                                  "reduce-window", "pad", "fusion"})
+
+
 def _own_operand_utilization(inst: Instruction, i: int) -> float:
     op = inst.opcode
     operand = inst.operands[i]
+    if op not in _UTILIZATION_OPCODES:
+        return 1.0
     n_in = max(_elements(operand.shape), 1)
     n_out = _elements(inst.shape)
     if op == "broadcast":
@@ -283,16 +290,18 @@ def fused_parameter_utilization(fusion: Instruction) -> list[float]:
             util[inst] = 1.0
             continue
         total = 0.0
-        for user in inst.users:
-            if user.opcode == "tuple" and user is root:
+        for user in inst._users:
+            if user is root and user.opcode == "tuple":
                 total += 1.0
                 continue
             u = util.get(user, 0.0)
             if u == 0.0:
                 continue
-            for k, o in enumerate(user.operands):
+            k = 0
+            for o in user.operands:
                 if o is inst:
                     total += u * _own_operand_utilization(user, k)
+                k += 1
         util[inst] = total
     return [util.get(p, 0.0) for p in comp.parameters]
 
@@ -340,13 +349,15 @@ def module_cost(module) -> Cost:
 
 
 class CostCache:
-    """Memoized :func:`instruction_cost` and fused-parameter utilization; a pass calls
-    :meth:`invalidate` on every instruction it changes (fusions it grows)."""
+    """Memoized :func:`instruction_cost`, fused-parameter utilization and read bytes; a
+    pass calls :meth:`invalidate` on every instruction it changes (fusions it grows)."""
 
     def __init__(self):
         self._cost: dict = {}
         self._util: dict = {}
+        self._param_bytes: dict = {}
         self.run_times: dict = {}  # filled by the performance model
+        self.threads: dict = {}  # likewise
 
     def cost(self, inst: Instruction) -> Cost:
         c = self._cost.get(inst)
@@ -362,10 +373,22 @@ class CostCache:
             u = self._util[inst] = fused_parameter_utilization(inst)
         return u[i]
 
+    def param_read_bytes(self, fusion: Instruction, i: int) -> float:
+        """:func:`fusion_param_read_bytes` of the fusion's parameter ``i``."""
+        per_param = self._param_bytes.get(fusion)
+        if per_param is None:
+            per_param = self._param_bytes[fusion] = {}
+        b = per_param.get(i)
+        if b is None:
+            b = per_param[i] = fusion_param_read_bytes(fusion.called[0].parameters[i])
+        return b
+
     def invalidate(self, inst: Instruction) -> None:
         self._cost.pop(inst, None)
         self._util.pop(inst, None)
+        self._param_bytes.pop(inst, None)
         self.run_times.pop(inst, None)
+        self.threads.pop(inst, None)
 
 
 _CONTROL = frozenset({"while", "conditional", "call"})

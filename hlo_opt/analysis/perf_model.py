@@ -49,16 +49,32 @@ def _combine(compute: float, memory: float) -> float:
 def _threads(inst) -> int:
     """Threads the kernel launches: one per output element for loop kernels; a reduction
     (or an input fusion) iterates over its input, so its operands' size counts."""
-    shapes = [inst.shape]
-    if inst.opcode == "fusion":
-        root = inst.fused_computation.root
+    op = inst.opcode
+    if op == "fusion":
+        fc = inst.called[0]
+        root = fc.root
         shapes = [o.shape for o in root.operands] if root.opcode == "tuple" else [root.shape]
         if inst.attrs.get("kind") == "kInput":
-            shapes += [p.shape for p in inst.fused_computation.parameters]
-    elif inst.opcode in ("reduce", "reduce-window", "scatter", "sort"):
-        shapes += [o.shape for o in inst.operands]
-    return max((s.num_elements() for shape in shapes for s in shape.leaves() if s.is_array()),
-               default=1)
+            shapes += [p.shape for p in fc.parameters]
+    elif op in ("reduce", "reduce-window", "scatter", "sort"):
+        shapes = [inst.shape] + [o.shape for o in inst.operands]
+    else:
+        shapes = [inst.shape]
+    best = None
+    for shape in shapes:
+        for s in (shape.leaves() if shape.element_type == "tuple" else (shape,)):
+            if s.is_array():
+                n = s.num_elements()
+                if best is None or n > best:
+                    best = n
+    return 1 if best is None else best
+
+
+def _cached_threads(inst, cache: CostCache) -> int:
+    n = cache.threads.get(inst)
+    if n is None:
+        n = cache.threads[inst] = _threads(inst)
+    return n
 
 
 def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
@@ -67,8 +83,10 @@ def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None 
         rt = cache.run_times.get(inst)
         if rt is not None:
             return rt
-    cost = (cache or CostCache()).cost(inst)
-    compute = _compute_time(device, cost.flops + 4 * cost.transcendentals, _threads(inst))
+    c = cache if cache is not None else CostCache()
+    cost = c.cost(inst)
+    compute = _compute_time(device, cost.flops + 4 * cost.transcendentals,
+                            _cached_threads(inst, c))
     read = _read_time(device, cost.bytes_read, cost.bytes_read)
     write = cost.bytes_written / device.memory_bandwidth
     rt = RunTime(_combine(compute, read + write), compute, read, write)
@@ -89,19 +107,21 @@ def fused_exec_time(producer, producer_rt: RunTime, consumer,
     consumer_cost = cache.cost(consumer)
     utilization = 0.0
     producer_bytes_in_consumer = 0.0
-    for i, o in enumerate(consumer.operands):
+    is_fusion = consumer.opcode == "fusion"
+    i = 0
+    for o in consumer.operands:
         if o is producer:
             utilization += cache.utilization(consumer, i)
-            if consumer.opcode == "fusion":
-                producer_bytes_in_consumer += fusion_param_read_bytes(
-                    consumer.fused_computation.parameters[i])
+            if is_fusion:
+                producer_bytes_in_consumer += cache.param_read_bytes(consumer, i)
             else:
                 producer_bytes_in_consumer += shape_bytes(producer.shape)
+        i += 1
     producer_cost = cache.cost(producer)
     flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + utilization * (
         producer_cost.flops + 4 * producer_cost.transcendentals)
-    compute = _compute_time(device, flops, _threads(consumer))
-    producer_in = _producer_read_bytes(producer, cache)
+    compute = _compute_time(device, flops, _cached_threads(consumer, cache))
+    producer_in = producer_cost.bytes_read  # _producer_read_bytes
     other_reads = max(consumer_cost.bytes_read - producer_bytes_in_consumer, 0.0)
     read = _read_time(device, other_reads, other_reads) + \
         _read_time(device, producer_in, producer_in * max(utilization, 1e-9))

@@ -10,18 +10,38 @@ if TYPE_CHECKING:  # pragma: no cover
     from .module import HloModule
 
 
+def _preds(inst: Instruction):
+    """An iterator over the operands, then the control predecessors, of ``inst``."""
+    ctrl = inst._control_predecessors
+    return iter(inst.operands + ctrl if ctrl else inst.operands)
+
+
 class Computation:
-    __slots__ = ("name", "_instructions", "root", "parameters", "module", "execution_thread",
+    __slots__ = ("_name", "_instructions", "root", "parameters", "module", "execution_thread",
                  "is_entry", "__weakref__")
 
+    # Counts renames of any computation: a module's name index is rebuilt after one
+    # (HloModule.rename_computation renames without costing that).
+    renames = 0
+
     def __init__(self, name: str):
-        self.name = name
+        self._name = name
         self._instructions: dict[Instruction, None] = {}
         self.root: Instruction | None = None
         self.parameters: list[Instruction] = []
         self.module: HloModule | None = None
         self.execution_thread: str | None = None
         self.is_entry = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if value != self._name:
+            Computation.renames += 1
+            self._name = value
 
     # ---- membership -------------------------------------------------------------------
     @property
@@ -91,25 +111,40 @@ class Computation:
     def post_order(self) -> list[Instruction]:
         """Operands before users; instructions in insertion order seed the walk (XLA's
         MakeInstructionPostOrder), so text already in def-use order keeps its order."""
-        visited: set[int] = set()
+        # Instructions hash by identity.  Fast path: an instruction whose operands (and
+        # control predecessors) are all placed already is placed at once, which is what the
+        # depth-first walk would do; text in def-use order never takes the slow path.
+        visited: set[Instruction] = set()
         order: list[Instruction] = []
+        place = order.append
+        mark = visited.add
         for start in self._instructions:
-            if id(start) in visited:
+            if start in visited:
                 continue
-            stack = [(start, False)]
+            for op in start.operands:
+                if op not in visited:
+                    break
+            else:
+                for op in start._control_predecessors:
+                    if op not in visited:
+                        break
+                else:
+                    mark(start)
+                    place(start)
+                    continue
+            # Depth-first from `start`: operands first (in order), then control preds.
+            mark(start)
+            stack = [(start, _preds(start))]
             while stack:
-                inst, expanded = stack.pop()
-                if expanded:
-                    order.append(inst)
-                    continue
-                if id(inst) in visited:
-                    continue
-                visited.add(id(inst))
-                stack.append((inst, True))
-                preds = inst.operands + inst.control_predecessors
-                for op in reversed(preds):
-                    if id(op) not in visited:
-                        stack.append((op, False))
+                inst, preds = stack[-1]
+                for op in preds:
+                    if op not in visited:
+                        mark(op)
+                        stack.append((op, _preds(op)))
+                        break
+                else:
+                    stack.pop()
+                    place(inst)
         return order
 
     def called_computations(self) -> list["Computation"]:

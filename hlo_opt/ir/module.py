@@ -14,13 +14,27 @@ class HloModule:
 
     def __init__(self, name: str):
         self.name = name
-        self.computations: list[Computation] = []
+        self._computations = _ComputationList()
         self.entry: Computation | None = None
         self.header_attrs: dict[str, str] = {}
         self.stack_frames: str = ""  # FileNames/FunctionNames/... tables, verbatim
         self.filename: str = "<string>"
         self._names: set[str] = set()
         self._next_suffix: dict[str, int] = {}
+        self._stems: dict[str, str] = {}  # name -> its stem (memo of _SUFFIX_RE)
+        self._comp_index: _ComputationIndex | None = None
+
+    # ---- the computation list ---------------------------------------------------------
+    @property
+    def computations(self) -> list[Computation]:
+        """The computations, in order.  A plain list to its users; it counts its in-place
+        changes so the name index below knows when to rebuild."""
+        return self._computations
+
+    @computations.setter
+    def computations(self, value) -> None:
+        self._computations = _ComputationList(value)
+        self._comp_index = None
 
     # ---- names ------------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -28,7 +42,9 @@ class HloModule:
         if base not in self._names:
             self._names.add(base)
             return base
-        stem = _SUFFIX_RE.match(base).group(1) or base
+        stem = self._stems.get(base)
+        if stem is None:
+            stem = self._stems[base] = _SUFFIX_RE.match(base).group(1) or base
         n = self._next_suffix.get(stem, 1)
         while f"{stem}.{n}" in self._names:
             n += 1
@@ -49,12 +65,18 @@ class HloModule:
         if comp.module is not self:
             for inst in comp.instructions:
                 inst.name = self.unique_name(inst.name)
-        comp.module = self
-        comp.name = self._unique_computation_name(comp.name)
-        if before is not None and before in self.computations:
-            self.computations.insert(self.computations.index(before), comp)
+        index = self._index()
+        name = index.unique(comp.name)
+        if comp.module is None:
+            comp._name = name  # in no module's list, so no index knows its old name
         else:
-            self.computations.append(comp)
+            comp.name = name  # it may be listed somewhere already: a real rename
+        comp.module = self
+        if before is not None and before in self._computations:
+            self._computations.insert(self._computations.index(before), comp)
+        else:
+            self._computations.append(comp)
+        index.added(comp, self._computations)
         if entry:
             if self.entry is not None:
                 self.entry.is_entry = False
@@ -63,26 +85,66 @@ class HloModule:
         return comp
 
     def _unique_computation_name(self, name: str) -> str:
-        taken = {c.name for c in self.computations}
-        if name not in taken:
-            return name
-        stem = _SUFFIX_RE.match(name).group(1) or name
-        n = 1
-        while f"{stem}.{n}" in taken:
-            n += 1
-        return f"{stem}.{n}"
+        """``name`` if no computation has it, else ``stem.N`` with the smallest free N."""
+        return self._index().unique(name)
+
+    def has_computation_name(self, name: str) -> bool:
+        return name in self._index().names
+
+    def rename_computation(self, comp: Computation, name: str, unique: bool = False) -> None:
+        """``comp.name = name`` for a computation of this module, keeping the name index
+        current (a plain assignment works too: the index is rebuilt on its next use).
+        ``unique``: ``name`` or, if another computation has it, ``stem.N`` as
+        :meth:`add_computation` picks."""
+        if comp.module is not self:
+            comp.name = self._unique_computation_name(name) if unique else name
+            return
+        index = self._index()
+        index.removed(comp)
+        comp._name = index.unique(name) if unique else name
+        index.added(comp, self._computations)
 
     def remove_computation(self, comp: Computation) -> None:
-        self.computations.remove(comp)
+        index = self._index()
+        self._computations.remove(comp)
+        index.removed(comp)
+        index.version = self._computations.version
         for inst in comp.instructions:
             self._names.discard(inst.name)
         comp.module = None
 
+    def remove_computations(self, comps) -> None:
+        """Remove every computation in the set ``comps`` in one sweep, O(#computations).
+        Unlike :meth:`remove_computation` their instructions' names stay reserved (the
+        caller releases them) and their ``module`` is left as it is."""
+        if not comps:
+            return
+        index = self._index()
+        kept, gone = [], []
+        for c in self._computations:
+            (gone if c in comps else kept).append(c)
+        if not gone:
+            return
+        self._computations[:] = kept
+        for c in gone:
+            index.removed(c)
+        index.version = self._computations.version
+
     def computation(self, name: str) -> Computation:
-        for c in self.computations:
-            if c.name == name:
-                return c
-        raise KeyError(name)
+        comp = self._index().by_name.get(name)
+        if comp is None:
+            raise KeyError(name)
+        return comp
+
+    def _index(self) -> "_ComputationIndex":
+        """The name index of the computations, rebuilt when the list changed behind the
+        module's back (in place or by assignment) or any computation was renamed."""
+        index = self._comp_index
+        comps = self._computations
+        if index is None or index.stale or index.version != comps.version or \
+                index.renames != Computation.renames:
+            index = self._comp_index = _ComputationIndex(comps)
+        return index
 
     def computation_post_order(self) -> list[Computation]:
         """Callees before callers; stored order breaks ties."""
@@ -151,3 +213,89 @@ class HloModule:
 
     def __repr__(self):
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
+
+
+class _ComputationList(list):
+    """``HloModule.computations``: a list whose ``version`` counts in-place changes."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.version = 0
+
+    def _changed(method):  # noqa: N805 - a decorator for the mutating methods below
+        def wrapper(self, *args, **kwargs):
+            self.version += 1
+            return method(self, *args, **kwargs)
+        wrapper.__name__ = method.__name__
+        wrapper.__doc__ = method.__doc__
+        return wrapper
+
+    append = _changed(list.append)
+    extend = _changed(list.extend)
+    insert = _changed(list.insert)
+    remove = _changed(list.remove)
+    pop = _changed(list.pop)
+    clear = _changed(list.clear)
+    sort = _changed(list.sort)
+    reverse = _changed(list.reverse)
+    __setitem__ = _changed(list.__setitem__)
+    __delitem__ = _changed(list.__delitem__)
+    __iadd__ = _changed(list.__iadd__)
+    __imul__ = _changed(list.__imul__)
+    del _changed
+
+
+class _ComputationIndex:
+    """Names of a module's computations, kept in step with the module's own edits:
+    ``names`` (live name -> how many computations have it), ``by_name`` (name -> the
+    first computation with it) and, per stem, a number below which every ``stem.N`` is
+    taken, so picking a unique name is O(1) amortized yet gives exactly what scanning
+    N = 1, 2, ... over every computation gives.  ``stale`` asks for a rebuild."""
+
+    def __init__(self, comps: _ComputationList):
+        self.version = comps.version
+        self.renames = Computation.renames
+        self.stale = False
+        self.names: dict[str, int] = {}
+        self.by_name: dict[str, Computation] = {}
+        self.hint: dict[str, int] = {}
+        for c in comps:
+            self.names[c.name] = self.names.get(c.name, 0) + 1
+            self.by_name.setdefault(c.name, c)
+
+    def unique(self, name: str) -> str:
+        names = self.names
+        if name not in names:
+            return name
+        stem = _SUFFIX_RE.match(name).group(1) or name
+        n = self.hint.get(stem, 1)
+        while f"{stem}.{n}" in names:
+            n += 1
+        self.hint[stem] = n  # every stem.K with K < n is taken
+        return f"{stem}.{n}"
+
+    def added(self, comp: Computation, comps: _ComputationList) -> None:
+        """``comp`` (already in ``comps``) now has its name."""
+        name = comp.name
+        if name in self.names:
+            self.stale = True  # a duplicate name: which one is first is left to a rebuild
+        self.names[name] = self.names.get(name, 0) + 1
+        self.by_name.setdefault(name, comp)
+        self.version = comps.version
+
+    def removed(self, comp: Computation) -> None:
+        """``comp`` (which was in the list under its current name) is gone."""
+        name = comp.name
+        left = self.names.get(name, 0) - 1
+        if left > 0:
+            self.names[name] = left
+            self.stale = True  # another computation keeps the name: rebuild by_name
+            return
+        self.names.pop(name, None)
+        self.by_name.pop(name, None)
+        m = _SUFFIX_RE.match(name)
+        stem, digits = m.group(1), m.group(2)
+        if digits is not None and stem and str(int(digits)) == digits:
+            n = int(digits)
+            if 1 <= n < self.hint.get(stem, 1):
+                self.hint[stem] = n

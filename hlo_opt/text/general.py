@@ -13,8 +13,9 @@ from ..ir.module import HloModule
 from ..ir.opcodes import OPCODES
 from ..ir.shape import Shape, ShapeSyntaxError, parse_shape_at
 from . import scan
-from .patterns import (ATTR_NAME_RE, BARE_OPERAND_RE, CALLED, INST_RE, OPCODE_RE, PARAM_RE,
-                       SIGNATURE_RE, SPACED_LAYOUT_RE, TABLE_RE, TABLE_ROW_RE, WS_RE)
+from .patterns import (ATTR_NAME_RE, BARE_OPERAND_RE, CALLED, INST_RE, OPCODE_RE,
+                       PARAM_RE, SIGNATURE_RE, SPACED_LAYOUT_RE, TABLE_RE, TABLE_ROW_RE,
+                       WS_RE)
 from .scan import ScanError, read_value, rx
 
 
@@ -86,6 +87,8 @@ class GeneralScanner:
         return p
 
     def parse_signature(self, pos: int) -> int:
+        """``(p: f32[4], q: s32[]) -> f32[4]`` (checked, not kept: parameters come from the
+        instructions); returns the offset after it."""
         text = self.text
         m = SIGNATURE_RE.match(text, pos)
         if m:

@@ -15,6 +15,7 @@ operand, duplicate name, unknown opcode, parameter numbering) keep the scanner's
 from __future__ import annotations
 
 import gc
+from operator import attrgetter
 
 from ..errors import HloParseError
 from ..ir.computation import Computation
@@ -24,15 +25,20 @@ from ..ir.opcodes import OPCODES
 from ..ir.shape import Shape
 from ..shape_inference import infer_shape
 from .general import GeneralScanner
-from .patterns import (ATTR_ITEM_RE, BALANCED_BRACES_RE, BARE_NAME_RE, CALLED, COMP_RE,
-                       COUNTING, FAST_INST_RE, HEADER_RE, LITERAL_OPS, OPERAND_NAME_RE,
-                       OPERAND_SHAPE_RE, PCT_NAME_RE, SPECIAL_ATTRS, STACK_TABLES)
+from .patterns import (ATTR_ITEM_RE, BALANCED_BRACES_RE, BARE_NAME_RE, BARE_OPERANDS_RE,
+                       CALLED, COMP_RE, COUNTING, FAST_INST_RE, HEADER_RE, LITERAL_OPS,
+                       OPERAND_NAME_RE, OPERAND_SHAPE_RE, OPERAND_SIGNATURE_RE, PCT_SPLIT_RE,
+                       SIGNATURE_RE, SPECIAL_ATTRS, STACK_TABLES, WS_RE)
 from .scan import ScanError, split_modules, strip_comments
 
 __all__ = ["parse_hlo", "parse_hlo_modules", "split_modules", "strip_comments"]
 
 _shapes: dict[str, Shape] = {}  # shape text -> Shape, for the fast path
 _SHAPE_CACHE_LIMIT = 100_000
+_NOT_COMPUTATIONS = frozenset(STACK_TABLES) | {"HloModule", "ROOT"}
+_signatures: set[str] = set()  # operand-list signatures already checked
+_SIGNATURE_CACHE_LIMIT = 100_000
+_payload = attrgetter("payload")
 
 
 class _Parser(GeneralScanner):
@@ -41,6 +47,7 @@ class _Parser(GeneralScanner):
         self.filename = filename
         self.base_line = base_line
         self.comp_starts = [0]  # where computations start: lark re-reads from there
+        self.anchor = -1  # start of the last instruction read before the general scanner
         self.omitted: dict[Instruction, int] = {}  # instructions written without a shape
         self.text = strip_comments(text)
 
@@ -72,12 +79,16 @@ class _Parser(GeneralScanner):
         comps: dict[str, Computation] = {}
         entry = None
         infer: list[Computation] = []
+        ws = WS_RE.match
+        end = len(text)
+        comp_starts = self.comp_starts
+        parse_computation = self.parse_computation
         while True:
-            pos = self.skip_ws(pos)
-            if pos >= len(text):
+            pos = ws(text, pos).end()
+            if pos >= end:
                 break
-            self.comp_starts.append(pos)
-            comp, pos, needs_inference = self.parse_computation(module, pos, pending)
+            comp_starts.append(pos)
+            comp, pos, needs_inference = parse_computation(module, pos, pending)
             if comp.name in comps:
                 raise ScanError(self.comp_starts[-1], f"computation '{comp.name}' is defined twice",
                                 semantic=True)
@@ -114,22 +125,26 @@ class _Parser(GeneralScanner):
     def parse_computation(self, module: HloModule, pos: int, pending: list):
         text = self.text
         m = COMP_RE.match(text, pos)
-        if not m or m.group(3) in ("HloModule", "ROOT") or (
-                not m.group(2) and m.group(3) in STACK_TABLES):
+        if m is None:
             raise ScanError(pos, "expected a computation ('name {' or 'ENTRY name {')")
-        comp = Computation(m.group(3))
+        entry, percent, name = m.groups()
+        if name in _NOT_COMPUTATIONS and (not percent or name in ("HloModule", "ROOT")):
+            raise ScanError(pos, "expected a computation ('name {' or 'ENTRY name {')")
+        comp = Computation(name)
         comp.module = module
-        comp.is_entry = bool(m.group(1))
+        comp.is_entry = entry is not None
         pos = m.end()
-        if text.startswith("(", pos):
-            pos = self.parse_signature(pos)
-        if text.startswith(",", pos):
+        # (one-character slices are cached strings: cheaper than startswith)
+        if text[pos:pos + 1] == "(":
+            sm = SIGNATURE_RE.match(text, pos)
+            pos = sm.end() if sm is not None else self.parse_signature(pos)
+        if text[pos:pos + 1] == ",":
             pos = self.computation_attrs(comp, pos)
-        if not text.startswith("{", pos):
+        if text[pos:pos + 1] != "{":
             raise ScanError(pos, "expected '{' to open the computation")
         comp, pos, needs_inference = self.parse_body(comp, module, pos + 1, pending)
-        after = self.skip_ws(pos)
-        if text.startswith(",", after):
+        after = WS_RE.match(text, pos).end()
+        if text[after:after + 1] == ",":
             pos = self.computation_attrs(comp, after)
         return comp, pos, needs_inference
 
@@ -150,11 +165,10 @@ class _Parser(GeneralScanner):
     def parse_body(self, comp: Computation, module: HloModule, pos: int, pending: list):
         text = self.text
         fast = FAST_INST_RE.match
+        ws = WS_RE.match
         attr_items = ATTR_ITEM_RE.findall
-        operand_names = OPERAND_NAME_RE.findall
-        pct_names = PCT_NAME_RE.findall
-        bare_names = BARE_NAME_RE.findall
-        operand_shapes = OPERAND_SHAPE_RE.findall
+        pct_split = PCT_SPLIT_RE.split
+        signatures = _signatures
         special = SPECIAL_ATTRS
         literal_ops = LITERAL_OPS
         shapes = _shapes
@@ -166,34 +180,27 @@ class _Parser(GeneralScanner):
         params: list = []
         root = None
         needs_inference = False
+        anchor = -1  # start of the last instruction read
         while True:
             m = fast(text, pos)
             if m is not None:
-                is_root, name, shape_text, opcode, pct, bare, other, attr_text = m.groups()
+                is_root, name, shape_text, opcode, oplist, attr_text = m.groups()
                 shape = shapes.get(shape_text) or _cached_shape(shape_text)
                 names = None
                 if shape is not None and opcode in opcodes and name not in by_name:
-                    oplist = pct if pct is not None else bare
                     if opcode in literal_ops:
-                        payload = (other if oplist is None else oplist).strip()
+                        payload = oplist.strip()
                         if "{" not in payload or BALANCED_BRACES_RE.fullmatch(payload):
                             names = ()
-                    elif pct is not None:
+                    elif "%" in oplist:
                         payload = ""
-                        names = pct_names(pct)
-                        if "[" in pct or "(" in pct:  # typed operands: check their shapes
-                            for st in operand_shapes("," + pct):
-                                if st not in shapes and _cached_shape(st) is None:
-                                    names = None
-                    elif bare is not None:
+                        parts = pct_split(oplist)
+                        signature = "%".join(parts[0::2])
+                        if signature in signatures or _valid_signature(signature):
+                            names = parts[1::2]
+                    else:
                         payload = ""
-                        if "[" in bare or "(" in bare:
-                            names = operand_names("," + bare)
-                            for st in operand_shapes("," + bare):
-                                if st not in shapes and _cached_shape(st) is None:
-                                    names = None
-                        else:
-                            names = bare_names(bare)
+                        names = _bare_operands(oplist)
                 if attr_text and names is not None:
                     pairs = attr_items(attr_text)
                     attrs = dict(pairs)
@@ -210,7 +217,7 @@ class _Parser(GeneralScanner):
                     if ops is None:
                         later.append((inst, names, m.start(2)))
                     if attrs and not special.isdisjoint(attrs):
-                        self.called_attrs(inst, pairs, m.start(8), pending, ctrl, m.start(2))
+                        self.called_attrs(inst, pairs, m.start(6), pending, ctrl, m.start(2))
                     if opcode == "parameter":
                         params.append(inst)
                     by_name[name] = inst
@@ -220,15 +227,18 @@ class _Parser(GeneralScanner):
                             raise ScanError(m.start(1), "more than one ROOT in a computation",
                                             semantic=True)
                         root = inst
+                    anchor = pos
                     pos = m.end()
                     continue
             # the general scanner: anything the one-line form does not cover, and errors
-            pos = self.skip_ws(pos)
-            if text.startswith("}", pos):
+            pos = ws(text, pos).end()
+            if text[pos:pos + 1] == "}":
                 pos += 1
                 break
             if pos >= len(text):
                 raise ScanError(pos, "expected '}' to close the computation")
+            self.anchor = anchor
+            anchor = pos
             inst, root_pos, names, npos, pos = self.parse_instruction(pos, pending, ctrl)
             if inst.name in by_name:
                 raise ScanError(npos, f"instruction '{inst.name}' is defined twice",
@@ -247,6 +257,7 @@ class _Parser(GeneralScanner):
                     raise ScanError(root_pos, "more than one ROOT in a computation",
                                     semantic=True)
                 root = inst
+        self.anchor = -1
         if not by_name:
             raise ScanError(pos - 1, "a computation needs at least one instruction")
         for inst, names, npos in later:
@@ -272,7 +283,8 @@ class _Parser(GeneralScanner):
     def number_parameters(self, comp: Computation, params: list) -> list[Instruction]:
         """``params`` in the order written; return them by number, checking 0..n-1."""
         n = len(params)
-        if n <= len(COUNTING) and [p.payload for p in params] == COUNTING[:n]:
+        if n == 1 and params[0].payload == "0" or \
+                n <= len(COUNTING) and list(map(_payload, params)) == COUNTING[:n]:
             return params  # written in order: the common case
         numbers: dict[int, Instruction] = {}
         for p in params:
@@ -329,6 +341,31 @@ def _cached_shape(text: str) -> Shape | None:
     return shape
 
 
+def _valid_signature(signature: str) -> bool:
+    """``f32[4]{0} %, s32[] %``: well formed with valid shapes? (cached when it is)"""
+    if not OPERAND_SIGNATURE_RE.fullmatch(signature):
+        return False
+    for shape_text in OPERAND_SHAPE_RE.findall("," + signature):
+        if shape_text not in _shapes and _cached_shape(shape_text) is None:
+            return False
+    if len(_signatures) < _SIGNATURE_CACHE_LIMIT:
+        _signatures.add(signature)
+    return True
+
+
+def _bare_operands(oplist: str):
+    """Names in an operand list written without '%' (``a, b`` or ``f32[] a``), or None
+    when it is not well formed (the general scanner then reports it)."""
+    if not BARE_OPERANDS_RE.fullmatch(oplist):
+        return None
+    if "[" not in oplist and "(" not in oplist:
+        return BARE_NAME_RE.findall(oplist)
+    for shape_text in OPERAND_SHAPE_RE.findall("," + oplist):
+        if shape_text not in _shapes and _cached_shape(shape_text) is None:
+            return None
+    return OPERAND_NAME_RE.findall("," + oplist)
+
+
 def parse_hlo(text: str, filename: str = "<string>", base_line: int = 0) -> HloModule:
     """Parse one module.  Raises HloParseError with file:line:col, the line and a caret."""
     gc_was_enabled = gc.isenabled()
@@ -348,6 +385,7 @@ def parse_hlo(text: str, filename: str = "<string>", base_line: int = 0) -> HloM
         parser = _Parser.__new__(_Parser)
         parser.raw, parser.filename, parser.base_line, parser.comp_starts = \
             text, filename, base_line, [0]
+        parser.anchor = -1
     raise _report(parser, *failure) from None
 
 
@@ -358,10 +396,16 @@ def _report(parser: _Parser, pos: int, what: str, semantic: bool) -> HloParseErr
         return parser.error(pos, what)
     from .reference import diagnose
     try:
-        # from the start of the computation holding the failure, or of the one before it
-        # when the failure is at a computation's first token (the cause may be earlier)
-        start = max(s for s in parser.comp_starts if s < pos) if pos > 0 else 0
-        found = diagnose(parser.raw, start, pos)
+        if 0 <= parser.anchor < pos:
+            # inside a computation: from the instruction before the failure, as if it
+            # opened a computation (keeps reports cheap in huge computations)
+            found = diagnose(parser.raw, parser.anchor, pos, prefix="x {\n")
+        else:
+            # from the start of the computation holding the failure, or of the one before
+            # it when the failure is at a computation's first token (the cause may be
+            # earlier)
+            start = max(s for s in parser.comp_starts if s < pos) if pos > 0 else 0
+            found = diagnose(parser.raw, start, pos)
     except Exception:  # noqa: BLE001 - the reporter must never hide the real error
         found = None
     if found is not None:

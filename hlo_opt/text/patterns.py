@@ -16,6 +16,8 @@ CALLED = frozenset(CALLED_COMPUTATION_ATTRS)
 STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 # ---- the one-line fast path ------------------------------------------------------------
+# (Spaces only: a literal repeat is a tight loop in sre where a class is a call per
+# character; a tab sends the line to the general scanner.)
 _STR = r'"(?:[^"\\\n]++|\\.)*+"'
 # Shapes are only delimited here: their text is parsed (and cached) by Shape.parse.
 _PARENS = r"\((?:[^()\"\n]++|\((?:[^()\"\n]++|\([^()\"\n]*+\))*+\))*+\)"  # 3 deep
@@ -30,26 +32,28 @@ _GROUP = r"\{" + _CONTENT + r"\}|\[" + _CONTENT + r"\]|\(" + _CONTENT + r"\)"
 # `%add`, `{0,1}`, `"text"`, `[2,4]<=[4,2]T(1,0)`, `b01f_01io->b01f`
 _VALUE = r"(?:[\w.$@+\-%<>=:*#!~^|&?]++|" + _STR + "|" + _GROUP + ")++"
 # (findall patterns start with a literal or a character class: sre then skips ahead fast)
-_ATTR_ITEM = r",[ \t]*(" + NAME + r")[ \t]*=[ \t]*(" + _VALUE + ")"
-_ATTR_ITEM_NC = r"[ \t]*,[ \t]*" + NAME + r"[ \t]*=[ \t]*" + _VALUE
-_PCT_OPERAND = r"[ \t]*(?:" + _SHAPE + r"[ \t]+)?%" + NAME + r"[ \t]*"
-_BARE_OPERAND = r"[ \t]*(?:" + _SHAPE + r"[ \t]+)?" + NAME + r"[ \t]*"
-# groups: ROOT, name, shape, opcode, operands (every one written %name) | operands (none
-# with '%') | any other payload (literals, mixed lists: the general scanner), attributes
+_ATTR_ITEM = r", *(" + NAME + r") *= *(" + _VALUE + ")"
+_ATTR_ITEM_NC = r" *, *" + NAME + r" *= *" + _VALUE
+_OPERAND = r" *(?:" + _SHAPE + r" +)?%?" + NAME + r" *"
+# groups: ROOT, name, shape, opcode, the text in the parens (checked by the parser: operand
+# lists through their signature, literals for balanced braces), attributes
 FAST_INST_RE = rx(
-    r"[ \t\n]*(ROOT[ \t]+)?%?(" + NAME + r")[ \t]*=[ \t]*(" + _SHAPE + r")[ \t]+"
-    r"([a-z][a-z0-9\-]*)\("
-    r"(?:((?>" + _PCT_OPERAND + r"(?:," + _PCT_OPERAND + r")*))(?=\))"
-    r"|((?>" + _BARE_OPERAND + r"(?:," + _BARE_OPERAND + r")*|[ \t]*))(?=\))"
-    r"|((?:[^()\"\n]++|" + _PARENS + r")*+))\)"
-    r"((?:" + _ATTR_ITEM_NC + r")*+)[ \t]*(?=\n|\Z)")
+    r"[ \t\n]*(ROOT +)?%?(" + NAME + r") *= *(" + _SHAPE + r") +"
+    r"([a-z][a-z0-9\-]*)\(((?:[^()\"\n]++|" + _PARENS + r")*+)\)"
+    r"((?:" + _ATTR_ITEM_NC + r")*+) *(?=\n|\Z)")
+# An operand list with every name written %name is split on the names: what is left, the
+# "signature" (`f32[4]{0} %, s32[] %`), repeats across instructions and is checked once.
+PCT_SPLIT_RE = rx(r"%(" + NAME + ")")
+_SIG_OPERAND = r" *(?:" + _SHAPE + r" +)?% *"
+OPERAND_SIGNATURE_RE = rx(_SIG_OPERAND + r"(?:," + _SIG_OPERAND + r")*")
+# An operand list without '%': well formed, or the general scanner
+BARE_OPERANDS_RE = rx(_OPERAND + r"(?:," + _OPERAND + r")*| *")
 ATTR_ITEM_RE = rx(_ATTR_ITEM)
-PCT_NAME_RE = rx(r"%(" + NAME + ")")
 # Over "," + a well-formed operand list: the shapes written before the operands / the
 # operand names.  (A leading literal lets sre skip ahead; `(?:^|,)` would be tried at
 # every character.)
-OPERAND_SHAPE_RE = rx(r",[ \t]*(" + _SHAPE + r")[ \t]+")
-OPERAND_NAME_RE = rx(r",[ \t]*(?:" + _SHAPE + r"[ \t]+)?%?(" + NAME + ")")
+OPERAND_SHAPE_RE = rx(r", *(" + _SHAPE + r") +")
+OPERAND_NAME_RE = rx(r", *(?:" + _SHAPE + r" +)?%?(" + NAME + ")")
 BARE_NAME_RE = rx(NAME)  # in a well-formed list without shapes: the names
 # A computation signature in the canonical form (no layouts, tuples nested up to 3 deep);
 # anything else goes through parse_signature.
@@ -83,6 +87,12 @@ _SIG_SHAPE = _SIG_ARRAY
 for _ in range(3):
     _SIG_SHAPE = r"(?:" + _SIG_ARRAY + "|" + _tuple_of(_SIG_SHAPE) + ")"
 _SIG_PARAM = r"%?" + NAME + r"\s*:\s*" + _SIG_SHAPE
+# A signature with its parameter names cut out (`(: f32[8], : s32[]) -> f32[8]`) repeats
+# across computations: checked once, then looked up.
+PARAM_SPLIT_RE = rx(r"%?(" + NAME + r")\s*:")
+_SKELETON_PARAM = r":\s*" + _SIG_SHAPE
+SIGNATURE_SKELETON_RE = rx(r"\((?:\s*" + _SKELETON_PARAM + r"(?:\s*,\s*" + _SKELETON_PARAM +
+                           r")*)?\s*\)\s*->\s*" + _SIG_SHAPE + r"\s*")
 SIGNATURE_RE = rx(r"\((?:\s*" + _SIG_PARAM + r"(?:\s*,\s*" + _SIG_PARAM + r")*)?\s*\)"
                            r"\s*->\s*" + _SIG_SHAPE + r"\s*")
 COUNTING = [str(i) for i in range(4096)]

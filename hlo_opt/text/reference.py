@@ -122,12 +122,15 @@ _CLOSERS = {"RPAR", "RSQB", "RBRACE"}
 
 
 def diagnose(text: str, start: int = 0, fail_pos: int | None = None,
-             lines_after: int = 2) -> tuple[int, str] | None:
-    """Parse ``text[start:]`` with the reference grammar and return ``(offset, message)``
-    of the first syntax error, or None when the grammar accepts the text up to a couple of
-    lines past ``fail_pos`` (then the scanner's error is a semantic one, e.g. an unknown
-    operand, and its message stands).  Stopping there keeps error reports cheap on huge
-    files: lark runs at well under 1 MB/s."""
+             lines_after: int = 2, prefix: str = "") -> tuple[int, str] | None:
+    """Parse ``prefix + text[start:]`` with the reference grammar and return
+    ``(offset into text, message)`` of the first syntax error, or None when the grammar
+    accepts the text up to a couple of lines past ``fail_pos`` (then the scanner's error is
+    a semantic one, e.g. an unknown operand, and its message stands).
+
+    Lark runs at well under 1 MB/s, so the caller starts it close to the failure: at the
+    computation holding it, or at the instruction before it with ``prefix="x {\\n"``
+    standing in for the computation's head; and it stops a few lines past ``fail_pos``."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
     stop = len(text)
@@ -139,7 +142,8 @@ def diagnose(text: str, start: int = 0, fail_pos: int | None = None,
                 stop = len(text)
                 break
             stop = nl
-    interactive = _parser().parse_interactive(text[start:])
+    interactive = _parser().parse_interactive(prefix + text[start:])
+    start -= len(prefix)  # token offsets -> offsets into text
     previous = None
     stack: list[str] = []
     pending = None  # iter_parse yields a token before feeding it: count it once it is in

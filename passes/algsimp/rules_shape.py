@@ -421,4 +421,59 @@ def _reverse_reshape(ctx, a, rs):
     return ctx.b.reshape(inner, rs.shape.dims)
 
 
+
+
+# ---- layout sensitive: moves that are bitcasts -------------------------------------------
+_BITCAST_CHECK_LIMIT = 1 << 20
+
+
+def _physical(arr, shape):
+    """``arr`` (logical values laid out as ``shape``) in physical (major-to-minor) order."""
+    import numpy as np
+    m2m = shape.effective_layout().minor_to_major
+    return np.ascontiguousarray(np.transpose(arr, tuple(reversed(m2m)))).ravel()
+
+
+def move_is_bitcast(src, dst, perm=None) -> bool:
+    """Whether reshape (perm None) or transpose(perm) from ``src`` to ``dst`` keeps every
+    element at the same physical position (XLA's ReshapeIsBitcast/TransposeIsBitcast)."""
+    import numpy as np
+    if src.element_type != dst.element_type or src.is_dynamic() or dst.is_dynamic():
+        return False
+    if (src.layout.tail if src.layout else "") != (dst.layout.tail if dst.layout else ""):
+        return False
+    n = src.num_elements()
+    if n > _BITCAST_CHECK_LIMIT:
+        return False
+    logical = np.arange(n).reshape(src.dims)
+    out = logical.reshape(dst.dims) if perm is None else np.transpose(logical, perm)
+    return np.array_equal(_physical(logical, src), _physical(out, dst))
+
+
+@r(P("reshape", X("x")), "reshape => bitcast when the layouts make it one (layout sensitive)")
+def _reshape_bitcast(ctx, x):
+    if not ctx.opts.is_layout_sensitive or not move_is_bitcast(x.shape, ctx.inst.shape):
+        return None
+    new = ctx.b.bitcast(x, ctx.inst.shape)
+    return new
+
+
+@r(P("transpose", X("x")), "transpose => bitcast when the layouts make it one (layout sensitive)")
+def _transpose_bitcast(ctx, x):
+    t = ctx.inst
+    if not ctx.opts.is_layout_sensitive or not move_is_bitcast(x.shape, t.shape, t.dimensions):
+        return None
+    return ctx.b.bitcast(x, t.shape)
+
+
+@r(P("copy", X("x")), "copy => bitcast when the layouts make it one (layout sensitive)")
+def _copy_bitcast(ctx, x):
+    c = ctx.inst
+    if not ctx.opts.is_layout_sensitive or not x.shape.is_array():
+        return None
+    if not move_is_bitcast(x.shape, c.shape):
+        return None
+    return ctx.b.bitcast(x, c.shape)
+
+
 RULES = Rules(_R)

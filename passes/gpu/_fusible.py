@@ -6,6 +6,8 @@ is not (XLA's FusionDecision).
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from hlo_opt.analysis.layout import (normalized_transpose, reshape_is_bitcast,
                                      transpose_is_bitcast)
 from hlo_opt.ir.instruction import Instruction
@@ -51,7 +53,7 @@ def is_elementwise(inst: Instruction) -> bool:
     if inst.opcode in ELEMENTWISE or inst.opcode == "copy":
         return True
     if inst.opcode == "fusion":
-        body = [i for i in inst.called[0].instructions if i.opcode != "parameter"]
+        body = fused_instructions(inst)
         return bool(body) and all(is_elementwise(i) for i in body)
     return False
 
@@ -69,7 +71,7 @@ def is_mof(inst: Instruction) -> bool:
 
 
 def fused_instructions(inst: Instruction):
-    return [i for i in inst.called[0].instructions if i.opcode != "parameter"]
+    return [i for i in inst.called[0]._instructions if i.opcode != "parameter"]
 
 
 _CHEAP = frozenset("""add and bitcast bitcast-convert broadcast ceil clamp count-leading-zeros
@@ -211,9 +213,15 @@ def tiled_transpose(inst: Instruction):
     transpose emitter, else None."""
     if inst.opcode not in ("copy", "transpose") or not inst.shape.is_array():
         return None
-    src = inst.operands[0].shape
-    perm = list(inst.dimensions) if inst.opcode == "transpose" else list(range(inst.shape.rank))
-    norm = normalized_transpose(src, inst.shape, perm)
+    perm = tuple(inst.dimensions) if inst.opcode == "transpose" else \
+        tuple(range(inst.shape.rank))
+    return _tiled_transpose(inst.operands[0].shape, inst.shape, perm)
+
+
+@lru_cache(maxsize=4096)
+def _tiled_transpose(src, shape, perm: tuple):
+    """A function of the shapes (layouts included) and the permutation: cached."""
+    norm = normalized_transpose(src, shape, list(perm))
     if norm is None:
         return None
     sizes, p = norm
@@ -492,23 +500,30 @@ def choose_fusion_kind(producer: Instruction, consumer: Instruction) -> str:
 # ---- budgets --------------------------------------------------------------------------------
 
 def _shared_memory(inst: Instruction) -> int:
-    if inst.opcode == "reduce" and is_reduction_from_or_to_contiguous_dimensions(inst):
-        rd = reduction_dimensions(inst)
-        size = inst.operands[0].shape.byte_size() // max(inst.operands[0].shape.num_elements(), 1)
-        variadic = len(inst.shape.tuple_shapes) if inst.shape.is_tuple() else 1
-        return (32 if rd.is_row_reduction else 2 * 32 * 33) * max(size, 1) * variadic
-    if tiled_transpose(inst):
-        size = inst.shape.byte_size() // max(inst.shape.num_elements(), 1)
-        return 32 * 33 * max(size, 1)
-    if inst.opcode == "fusion":
+    op = inst.opcode
+    if op == "reduce":
+        if is_reduction_from_or_to_contiguous_dimensions(inst):
+            rd = reduction_dimensions(inst)
+            size = inst.operands[0].shape.byte_size() // max(
+                inst.operands[0].shape.num_elements(), 1)
+            variadic = len(inst.shape.tuple_shapes) if inst.shape.is_tuple() else 1
+            return (32 if rd.is_row_reduction else 2 * 32 * 33) * max(size, 1) * variadic
+        return 0
+    if op == "copy" or op == "transpose":
+        if tiled_transpose(inst):
+            size = inst.shape.byte_size() // max(inst.shape.num_elements(), 1)
+            return 32 * 33 * max(size, 1)
+        return 0
+    if op == "fusion":
         return sum(_shared_memory(i) for i in fused_instructions(inst))
     return 0
 
 
 def _unnested_reductions(inst: Instruction) -> int:
-    if inst.opcode == "reduce" and is_reduction_from_or_to_contiguous_dimensions(inst):
-        return 1
-    if inst.opcode == "fusion":
+    op = inst.opcode
+    if op == "reduce":
+        return 1 if is_reduction_from_or_to_contiguous_dimensions(inst) else 0
+    if op == "fusion":
         return sum(_unnested_reductions(i) for i in fused_instructions(inst))
     return 0
 
@@ -530,6 +545,14 @@ class FusionInfoCache:
     def invalidate(self, inst) -> None:
         for table in self.memos.values():
             table.pop(inst, None)
+
+    def table(self, key: str) -> dict:
+        """The memo table of ``key`` (instruction -> value), for callers that look up
+        one fact many times."""
+        table = self.memos.get(key)
+        if table is None:
+            table = self.memos[key] = {}
+        return table
 
     def memo(self, key: str, inst, fn):
         table = self.memos.get(key)

@@ -77,11 +77,21 @@ def _drop_operand(fusion: Instruction, index: int) -> None:
         outer._users.pop(fusion, None)
 
 
+_IMMUTABLE = (tuple, int, float, str, bool)
+
+
 def _clone_into(fc: Computation, inst: Instruction, operands) -> Instruction:
-    attrs = {k: v for k, v in inst.attrs.items() if k != "control-predecessors"}
+    attrs = inst.attrs
+    if "control-predecessors" in attrs:
+        attrs = {k: v for k, v in attrs.items() if k != "control-predecessors"}
+    else:
+        attrs = dict(attrs)
     clone = Instruction(inst.opcode, inst.shape, operands, attrs, inst.name, inst.payload,
                         inst.called, inst.called_attr)
     clone._literal = inst._literal
+    parsed = inst._parsed
+    if parsed:  # typed attributes parsed already (immutable values only: never shared)
+        clone._parsed = {k: v for k, v in parsed.items() if isinstance(v, _IMMUTABLE)}
     return fc.add_instruction(clone)
 
 

@@ -110,58 +110,28 @@ def fusible_computations(module) -> list:
 
 
 # ---- adding and dropping computations in O(1) ------------------------------------------
-# HloModule.add_computation / remove_computation scan every computation (to pick a unique
-# name, to find the list position); a fusion pass adds and drops one computation per
-# fusion, which would be quadratic.  These keep a name set per module and drop
-# computations in one sweep at the end of the edit.
+# HloModule keeps a name index of its computations (add / rename are O(1)); removing one
+# from the list is O(#computations), so a fusion pass, which drops a computation per
+# merge, drops them in one sweep at the end of the edit (computation_batch).
 
 import contextlib  # noqa: E402
-import weakref  # noqa: E402
-
-_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _name_state(module):
-    state = _NAMES.get(module)
-    if state is None or state[2] != len(module.computations):
-        state = [{c.name for c in module.computations}, {}, len(module.computations)]
-        _NAMES[module] = state
-    return state
 
 
 def add_computation(module, comp) -> None:
     """Append ``comp`` (no instructions yet) to ``module`` under a unique name."""
-    names, counters, _ = state = _name_state(module)
-    stem = comp.name
-    name = stem
-    if name in names:
-        n = counters.get(stem, 1)
-        while f"{stem}.{n}" in names:
-            n += 1
-        counters[stem] = n + 1
-        name = f"{stem}.{n}"
-    names.add(name)
-    comp.name = name
-    comp.module = module
-    module.computations.append(comp)
-    state[2] = len(module.computations)
+    module.add_computation(comp)
 
 
 def drop_computation(module, comp) -> None:
     """Remove ``comp`` from ``module`` (at the end of the current batch, if any)."""
     pending = getattr(module, "_gpu_pending_drop", None)
-    for inst in comp.instructions:
+    for inst in comp._instructions:
         module.release_name(inst.name)
     if pending is not None:
         pending.add(comp)
         comp.module = None
         return
-    module.computations.remove(comp)
-    comp.module = None
-    state = _NAMES.get(module)
-    if state is not None:
-        state[0].discard(comp.name)
-        state[2] = len(module.computations)
+    module.remove_computation(comp)
 
 
 @contextlib.contextmanager
@@ -177,28 +147,12 @@ def computation_batch(module):
     finally:
         dead = module._gpu_pending_drop
         del module._gpu_pending_drop
-        if dead:
-            module.computations[:] = [c for c in module.computations if c not in dead]
-            state = _NAMES.get(module)
-            if state is not None:
-                for c in dead:
-                    state[0].discard(c.name)
-                state[2] = len(module.computations)
+        module.remove_computations(dead)
 
 
 def rename_computation(module, comp, stem: str) -> None:
-    """Give ``comp`` a unique name starting with ``stem`` (O(1))."""
-    names, counters, _ = _name_state(module)
-    names.discard(comp.name)
-    name = stem
-    if name in names:
-        n = counters.get(stem, 1)
-        while f"{stem}.{n}" in names:
-            n += 1
-        counters[stem] = n + 1
-        name = f"{stem}.{n}"
-    names.add(name)
-    comp.name = name
+    """Give ``comp`` a unique name: ``stem``, else ``stem.N`` (O(1))."""
+    module.rename_computation(comp, stem, unique=True)
 
 
 def control_tainted(comp) -> set:

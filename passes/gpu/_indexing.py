@@ -17,13 +17,36 @@ class IndexingEvaluation:
     def __init__(self, fusion):
         self.fusion = fusion
         comp = fusion.called[0]
-        self.users: dict = {comp.root: {fusion}}
-        self.count: dict = {fusion: 1}
+        users: dict = {comp.root: {fusion}}
+        count: dict = {fusion: 1}
+        self.users = users
+        self.count = count
+        outer = fusion.operands
+        keys: dict = {}  # fused parameter -> the fusion operand it reads (as _key)
+        empty = ()
         for inst in reversed(comp.post_order()):
             if inst.opcode == "parameter":
                 continue
-            self._update_count(inst)
-            self._update_operands(inst)
+            # _update_count and _update_operands, inlined
+            inst_users = users.get(inst, empty)
+            count[inst] = sum([count.get(u, 0) for u in inst_users])
+            shape = inst.shape
+            same_index = inst.opcode == "transpose"
+            for operand in inst.operands:
+                if operand.opcode == "parameter" and operand.parent is comp:
+                    key = keys.get(operand)
+                    if key is None:
+                        key = keys[operand] = outer[operand.parameter_number]
+                else:
+                    key = operand
+                bucket = users.get(key)
+                if bucket is None:
+                    bucket = users[key] = set()
+                if same_index or (operand.shape.is_array() and shape.is_array()
+                                  and _same_shape_ignoring_type(operand.shape, shape)):
+                    bucket.update(users.get(inst, empty))
+                else:
+                    bucket.add(inst)
 
     def _key(self, operand):
         if operand.opcode == "parameter" and operand.parent is self.fusion.called[0]:

@@ -5,6 +5,7 @@ reduction is race free (needs no atomics, the tree-reduction rewriter's criterio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hlo_opt.analysis.layout import dimensions_consecutive, minor_to_major
 from hlo_opt.ir.instruction import Instruction
@@ -41,8 +42,15 @@ def _partition_by_middle(shape, dims_middle) -> list[int]:
 
 def reduction_dimensions(reduce: Instruction) -> ReductionDimensions:
     """GetReductionKindAndContiguousComponents."""
-    shape = reduce.operands[0].shape
-    reduced = set(reduce.dimensions)
+    return _reduction_dimensions(reduce.operands[0].shape, tuple(reduce.dimensions))
+
+
+# The reduction facts are functions of the input shape (layout included: Shape equality
+# compares layouts) and the reduced dimensions: cached, as fusion passes ask them of
+# every reduce (and every fused copy of it) many times.
+@lru_cache(maxsize=4096)
+def _reduction_dimensions(shape, reduced_dims: tuple) -> ReductionDimensions:
+    reduced = set(reduced_dims)
     keep = [d for d in range(shape.rank) if d not in reduced]
     if not keep:
         return ReductionDimensions(True, (1, 1, shape.num_elements()))
@@ -86,11 +94,16 @@ def is_reduction_from_or_to_contiguous_dimensions(inst: Instruction) -> bool:
     """A reduce the reduction emitter handles (row, column or batched row reduction)."""
     if inst.opcode != "reduce":
         return False
-    shape = inst.operands[0].shape
-    reduced = list(inst.dimensions)
+    return _contiguous_reduction(inst.operands[0].shape, tuple(inst.dimensions))
+
+
+@lru_cache(maxsize=4096)
+def _contiguous_reduction(shape, reduced_dims: tuple) -> bool:
+    reduced = list(reduced_dims)
     keep = [d for d in range(shape.rank) if d not in set(reduced)]
     return (dimensions_consecutive(shape, keep) or dimensions_consecutive(shape, reduced)) \
-        and is_unnested_reduction_faster_than_elemental(reduction_dimensions(inst))
+        and is_unnested_reduction_faster_than_elemental(
+            _reduction_dimensions(shape, reduced_dims))
 
 
 def reduction_is_race_free(rd: ReductionDimensions) -> bool:

@@ -51,14 +51,18 @@ def producer_consumer_merged_too_large(producer, consumer, evaluations: dict | N
                 evaluations[consumer] = ev
         replication = max(ev.emitted(producer), 1)
     if info is not None:
-        splits, size = (lambda x: info.memo("splits", x, _splits)), \
-            (lambda x: info.memo("irsize", x, _ir_size))
-    else:
-        splits, size = _splits, _ir_size
-    n_splits = replication * splits(producer) + splits(consumer)
+        memo = info.memo
+        n_splits = replication * memo("splits", producer, _splits) + \
+            memo("splits", consumer, _splits)
+        if n_splits > MAX_BASIC_BLOCK_SPLITS_PER_FUSION:
+            return True
+        merged = (memo("irsize", producer, _ir_size) * replication +
+                  memo("irsize", consumer, _ir_size)) * (1 << n_splits)
+        return merged > MAX_IR_SIZE
+    n_splits = replication * _splits(producer) + _splits(consumer)
     if n_splits > MAX_BASIC_BLOCK_SPLITS_PER_FUSION:
         return True
-    merged = (size(producer) * replication + size(consumer)) * (1 << n_splits)
+    merged = (_ir_size(producer) * replication + _ir_size(consumer)) * (1 << n_splits)
     return merged > MAX_IR_SIZE
 
 

@@ -115,6 +115,7 @@ class GpuPriorityFusion:
         self.options = options_for(module)
         self.device = device_for(module)
         self.info = FusionInfoCache()
+        self._gpufus = self.info.table("gpufus")
         self.costs = CostCache()
         self.evaluations: dict = {}
         changed = False
@@ -126,9 +127,16 @@ class GpuPriorityFusion:
     def can_fuse(self, producer, consumer) -> str | None:
         if producer in self.tainted or consumer in self.tainted:
             return "control dependencies"
-        if not self.info.memo("gpufus", producer, gpu_fusible):
+        gpufus = self._gpufus
+        v = gpufus.get(producer)
+        if v is None:
+            v = gpufus[producer] = gpu_fusible(producer)
+        if not v:
             return "the producer is not fusible"
-        if not self.info.memo("gpufus", consumer, gpu_fusible):
+        v = gpufus.get(consumer)
+        if v is None:
+            v = gpufus[consumer] = gpu_fusible(consumer)
+        if not v:
             return "the consumer is not fusible"
         if consumer.opcode == "bitcast":
             return "not fusing into a single bitcast as consumer"
@@ -197,6 +205,7 @@ class GpuPriorityFusion:
             if not consumers:
                 continue
             to_update = set()
+            fused_now = set()
             for consumer in consumers:
                 if consumer.opcode == "bitcast" or consumer.parent is not comp:
                     continue
@@ -223,13 +232,19 @@ class GpuPriorityFusion:
                     if hlo_is_fusible(o):
                         to_update.add(o)
                 to_update.add(fusion)
+                fused_now.add(fusion)
             if producer.parent is comp and producer.user_count == 0 and not producer.is_root:
                 queue.remove(producer)
                 to_update.discard(producer)
                 self._remove(comp, producer)
             for inst in to_update:
                 if inst.parent is comp:
-                    self.info.invalidate(inst)
+                    # The memoized facts of an instruction are functions of the instruction
+                    # itself (its body, shapes, operand count), not of its users, so only
+                    # the fusions changed here lose theirs; an rng's fusibility depends on
+                    # its user count, so it is asked again.
+                    if inst in fused_now or inst.opcode == "rng":
+                        self.info.invalidate(inst)
                     queue.invalidate(inst)
                     queue.set_priority(inst)
         # finally, small constants go into every fusible user

@@ -46,6 +46,15 @@ def real_modules() -> list[tuple[str, str, str | None]]:
     return out
 
 
+def real_modules_or_marker() -> list[tuple[str, str | None, str | None]]:
+    """real_modules() plus, when the corpus is absent, one entry whose test skips with
+    require_corpus()'s reason (so the missing corpus shows in the test report)."""
+    out = real_modules()
+    if not corpus_files():
+        out.append(("corpus:absent", None, None))
+    return out
+
+
 @dataclass
 class Outcome:
     changed: bool
@@ -86,6 +95,10 @@ def check_real_module(text: str, make_pass, fixture: str | None = None, seeds=(0
     """Run the pass from ``make_pass()`` on the module and check it differentially.
     ``exact_of(pass_obj) -> bool`` says whether the run promised bit-exact results."""
     from hlo_opt.api import verify
+    if text is None:
+        from tests.conftest import require_corpus
+        require_corpus()
+        pytest.skip("corpus is empty")
     module = _load(text)
     work = module.clone()
     p = make_pass()

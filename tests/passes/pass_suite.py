@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from hlo_opt.api import parse_hlo
-from tests.passes.differential import check_real_module, real_modules
+from tests.passes.differential import check_real_module, real_modules_or_marker
 from tests.passes.harness import check_pass
 from tests.passes.lit_chunks import chunks
 
@@ -35,7 +35,7 @@ def lit_modules_test(pattern: str, make_pass):
 
 
 def real_modules_test(make_pass, exact: bool = True):
-    modules = real_modules()
+    modules = real_modules_or_marker()
 
     @pytest.mark.parametrize("mid,text,fixture", modules, ids=[m[0] for m in modules])
     def test(mid, text, fixture):

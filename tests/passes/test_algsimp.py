@@ -34,6 +34,9 @@ OPTION_GATED = {
     "sqrt(A) * sqrt(A) => A for A >= 0", "rsqrt(A) * rsqrt(A) => 1 / A",
     "convert(constant) => constant", "reduce-precision to its own type => A",
     "copy(copy(A)) => copy(A), or A when layouts match",
+    "reshape => bitcast when the layouts make it one (layout sensitive)",
+    "transpose => bitcast when the layouts make it one (layout sensitive)",
+    "copy => bitcast when the layouts make it one (layout sensitive)",
 }
 
 
@@ -219,3 +222,39 @@ def test_rules_are_indexed_by_opcode():
     assert sum(counts.values()) == len(RULES)
     for op in ("add", "multiply", "broadcast", "slice", "reduce", "dot", "transpose"):
         assert counts[op] >= 4
+
+
+LAYOUT_CASES = [
+    ("transpose => bitcast when the layouts make it one (layout sensitive)", True,
+     "%p0 = f32[4,8]{1,0} parameter(0)\n  ROOT %t = f32[8,4]{0,1} transpose(%p0), "
+     "dimensions={1,0}", "f32[4,8]", "f32[8,4]"),
+    ("transpose => bitcast when the layouts make it one (layout sensitive)", False,
+     "%p0 = f32[4,8]{1,0} parameter(0)\n  ROOT %t = f32[8,4]{1,0} transpose(%p0), "
+     "dimensions={1,0}", "f32[4,8]", "f32[8,4]"),
+    ("reshape => bitcast when the layouts make it one (layout sensitive)", True,
+     "%p0 = f32[4,8]{1,0} parameter(0)\n  ROOT %r = f32[2,2,8]{2,1,0} reshape(%p0)",
+     "f32[4,8]", "f32[2,2,8]"),
+    ("reshape => bitcast when the layouts make it one (layout sensitive)", False,
+     "%p0 = f32[4,8]{0,1} parameter(0)\n  ROOT %r = f32[32]{0} reshape(%p0)",
+     "f32[4,8]", "f32[32]"),
+    ("copy => bitcast when the layouts make it one (layout sensitive)", True,
+     "%p0 = f32[1,8]{1,0} parameter(0)\n  ROOT %c = f32[1,8]{0,1} copy(%p0)",
+     "f32[1,8]", "f32[1,8]"),
+]
+
+
+@pytest.mark.parametrize("label,fires,body,tin,tout", LAYOUT_CASES)
+def test_layout_sensitive_bitcasts(label, fires, body, tin, tout):
+    import numpy as np
+    text = f"HloModule l\nENTRY %main (p0: {tin}) -> {tout} {{\n  {body}\n}}\n"
+    m, p, _ = _run(text, AlgebraicSimplifierOptions(is_layout_sensitive=True))
+    assert (p.last_fired[label] > 0) == fires
+    if fires:
+        assert m.entry.root.opcode == "bitcast"
+    dims = tuple(int(d) for d in tin[4:-1].split(","))
+    x = np.arange(np.prod(dims), dtype=np.float32).reshape(dims)
+    expected = execute_or_xfail(parse_hlo(text), [x])
+    actual = execute_or_xfail(m, [x])
+    assert np.array_equal(expected[0], actual[0])
+    _, p2, _ = _run(text)  # layout insensitive: never a bitcast
+    assert p2.last_fired[label] == 0

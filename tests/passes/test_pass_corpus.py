@@ -73,8 +73,11 @@ def _redundant_check(module):
     effects = SideEffects()
     if not any(effects.instruction(i) for i in module.instructions()) and not any(
             i.opcode == "call" for i in module.instructions()):
-        # both inlined copies merge back into one: nothing is left over
-        assert optimized.instruction_count() <= module.instruction_count()
+        # both inlined copies merge back into one: nothing is left over compared with
+        # optimizing the module itself (expanders in the pipeline may add instructions)
+        alone = check_pass(module, build_pipeline("optimization"), seeds=(0,), rtol=1e-4,
+                           atol=1e-5, execute=False).module
+        assert optimized.instruction_count() <= alone.instruction_count()
 
 
 @pytest.mark.parametrize("path", sample_files(), ids=lambda p: p.stem)

@@ -121,3 +121,23 @@ def test_omitted_shape_that_cannot_be_inferred():
     text = GOOD.replace("%c = f32[] constant(0)", "%c = custom-call(), custom_call_target=\"x\"")
     with pytest.raises(HloParseError, match=r"cannot infer the shape of 'c' .*; write the shape"):
         parse_hlo(text, "t.hlo")
+
+
+def test_lark_reads_only_the_text_near_a_syntax_error(monkeypatch):
+    from hlo_opt.text import reference
+    lines = ["ENTRY %e (p: f32[4]) -> f32[4] {", "  %p.0 = f32[4]{0} parameter(0)"]
+    lines += [f"  %p.{i} = f32[4]{{0}} negate(f32[4]{{0}} %p.{i - 1})" for i in range(1, 3000)]
+    lines += ["  ROOT %bad = f32[4]{0} negate(f32[4]{0} %p.5 f32[4]{0} %p.6)", "}"]
+    text = "\n".join(lines) + "\n"
+    starts = []
+    real = reference.diagnose
+
+    def spy(text, start=0, *args, **kwargs):
+        starts.append(start)
+        return real(text, start, *args, **kwargs)
+    monkeypatch.setattr(reference, "diagnose", spy)
+    with pytest.raises(HloParseError) as info:
+        parse_hlo(text, "big.hlo")
+    assert (info.value.line, info.value.column, info.value.what) == \
+        (3002, 47, "expected ',' or ')'")
+    assert starts and len(text) - starts[0] < 200  # from the instruction before, not line 1
