@@ -107,6 +107,7 @@ class _Parser(GeneralScanner):
             entry.is_entry = True
         module.entry = entry
         module.computations = list(comps.values())
+        _uniquify_instruction_names(module)
         if not module.name:
             module.name = entry.name
         for inst, attr, names, apos in pending:
@@ -201,13 +202,16 @@ class _Parser(GeneralScanner):
                     else:
                         payload = ""
                         names = _bare_operands(oplist)
+                attrs = {}
                 if attr_text and names is not None:
-                    pairs = attr_items(attr_text)
-                    attrs = dict(pairs)
-                    if len(attrs) != len(pairs):
-                        names = None  # a duplicate: the general scanner reports it
-                else:
-                    pairs = attrs = {}
+                    found = attr_items(attr_text)
+                    if found:
+                        wholes, keys, values = zip(*found)
+                        attrs = dict(zip(keys, values))
+                        if len(attrs) != len(keys) or sum(map(len, wholes)) != len(attr_text):
+                            names = None  # a duplicate or stray text: the general scanner
+                    elif not attr_text.isspace():
+                        names = None
                 if names is not None:
                     try:
                         ops = list(map(get_inst, names)) if names else ()
@@ -217,7 +221,8 @@ class _Parser(GeneralScanner):
                     if ops is None:
                         later.append((inst, names, m.start(2)))
                     if attrs and not special.isdisjoint(attrs):
-                        self.called_attrs(inst, pairs, m.start(6), pending, ctrl, m.start(2))
+                        self.called_attrs(inst, zip(keys, values), m.start(6), pending, ctrl,
+                                          m.start(2))
                     if opcode == "parameter":
                         params.append(inst)
                     by_name[name] = inst
@@ -364,6 +369,22 @@ def _bare_operands(oplist: str):
         if shape_text not in _shapes and _cached_shape(shape_text) is None:
             return None
     return OPERAND_NAME_RE.findall("," + oplist)
+
+
+def _uniquify_instruction_names(module: HloModule) -> None:
+    """Instruction names are unique per module, as XLA's parser makes them: where two
+    computations reuse a name, the first one (callees before the entry) keeps it and later
+    ones get a fresh ``name.N`` that clashes with no name in the text."""
+    total = sum(len(c._instructions) for c in module.computations)
+    if total == len(module._names):
+        return  # the common case: nothing repeats
+    seen: set[str] = set()
+    order = [c for c in module.computations if not c.is_entry] + [module.entry]
+    for comp in order:
+        for inst in comp._instructions:
+            if inst.name in seen:
+                inst.name = module.unique_name(inst.name)
+            seen.add(inst.name)
 
 
 def parse_hlo(text: str, filename: str = "<string>", base_line: int = 0) -> HloModule:

@@ -32,15 +32,17 @@ _GROUP = r"\{" + _CONTENT + r"\}|\[" + _CONTENT + r"\]|\(" + _CONTENT + r"\)"
 # `%add`, `{0,1}`, `"text"`, `[2,4]<=[4,2]T(1,0)`, `b01f_01io->b01f`
 _VALUE = r"(?:[\w.$@+\-%<>=:*#!~^|&?]++|" + _STR + "|" + _GROUP + ")++"
 # (findall patterns start with a literal or a character class: sre then skips ahead fast)
-_ATTR_ITEM = r", *(" + NAME + r") *= *(" + _VALUE + ")"
-_ATTR_ITEM_NC = r" *, *" + NAME + r" *= *" + _VALUE
+# one attribute with the spaces around it: (all of it, name, value); the parser checks
+# that the items found cover the attribute text (so each is scanned once, by findall)
+_ATTR_ITEM = r"( *, *(" + NAME + r") *= *(" + _VALUE + ") *)"
 _OPERAND = r" *(?:" + _SHAPE + r" +)?%?" + NAME + r" *"
 # groups: ROOT, name, shape, opcode, the text in the parens (checked by the parser: operand
-# lists through their signature, literals for balanced braces), attributes
+# lists through their signature, literals for balanced braces), the rest of the line (the
+# attributes, checked by the parser)
 FAST_INST_RE = rx(
     r"[ \t\n]*(ROOT +)?%?(" + NAME + r") *= *(" + _SHAPE + r") +"
     r"([a-z][a-z0-9\-]*)\(((?:[^()\"\n]++|" + _PARENS + r")*+)\)"
-    r"((?:" + _ATTR_ITEM_NC + r")*+) *(?=\n|\Z)")
+    r"([^\n]*)")
 # An operand list with every name written %name is split on the names: what is left, the
 # "signature" (`f32[4]{0} %, s32[] %`), repeats across instructions and is checked once.
 PCT_SPLIT_RE = rx(r"%(" + NAME + ")")

@@ -162,10 +162,13 @@ class GpuPriorityFusion:
         return should_fuse_in_place_op(producer, consumer)
 
     def can_fuse_cached(self, producer, consumer, queue: _Queue) -> str | None:
-        cache = queue.can_fuse_cache.setdefault(producer, {})
-        if consumer not in cache:
-            cache[consumer] = self.can_fuse(producer, consumer)
-        return cache[consumer]
+        cache = queue.can_fuse_cache.get(producer)
+        if cache is None:
+            cache = queue.can_fuse_cache[producer] = {}
+        elif consumer in cache:
+            return cache[consumer]
+        reason = cache[consumer] = self.can_fuse(producer, consumer)
+        return reason
 
     def priority(self, producer, queue: _Queue) -> float:
         if producer.opcode == "bitcast":
@@ -175,12 +178,14 @@ class GpuPriorityFusion:
         users = producer.users
         if not users:
             return -INF
-        non_bitcast = [u for u in users if u.opcode != "bitcast"]
-        if not non_bitcast:
+        any_non_bitcast = False
+        for u in users:
+            if u.opcode != "bitcast":
+                any_non_bitcast = True
+                if self.can_fuse_cached(producer, u, queue):
+                    return -INF
+        if not any_non_bitcast:
             return -INF
-        for u in non_bitcast:
-            if self.can_fuse_cached(producer, u, queue):
-                return -INF
         unfused, fused = estimate_run_times(producer, users, device=self.device,
                                             cache=self.costs)
         return round((unfused - fused) * 1e9)

@@ -22,21 +22,7 @@ REJECTED = {
         "declared shape f32[512,256] does not match the inferred shape f32[256,512]",
 }
 
-# XLA's parser adds every computation with AddEmbeddedComputation, which renames an
-# instruction whose name is already used in an earlier computation ("p0" -> "p0.1").
-# Our parser keeps the names as written, so ~50 corpus modules hold one name in two
-# computations.  Until the parser renames like XLA, the corpus tests apply that renaming
-# here; test_parser_makes_names_unique_across_computations tracks the parser fix.
 _DUPLICATE_NAME = "instruction name is not unique in the module"
-
-
-def _uniquify_like_xla(module) -> None:
-    seen: set[str] = set()
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if inst.name in seen:
-                inst.name = module.unique_name(inst.name)
-            seen.add(inst.name)
 
 
 def _corpus_modules():
@@ -53,7 +39,6 @@ def _corpus_modules():
 @pytest.mark.parametrize("path,index", _corpus_modules())
 def test_corpus_module(path, index):
     module = parse_hlo_modules(path.read_text(), path.name)[index]
-    _uniquify_like_xla(module)
     errors = module_errors(module)
     expected = REJECTED.get((path.name, index))
     if expected is None:
@@ -75,14 +60,15 @@ def test_sample_module(path):
         verify_module(module)
 
 
-@pytest.mark.xfail(strict=True, reason="parser keeps duplicate names across computations; "
-                   "XLA's AddEmbeddedComputation renames them (see _uniquify_like_xla)")
 def test_parser_makes_names_unique_across_computations():
+    """XLA's parser renames instructions whose names another computation already uses."""
     m = parse_hlo(MODULE)
     assert module_errors(m) == []
     dup = parse_hlo("HloModule d\nf {\n p = f32[] parameter(0)\n ROOT n = f32[] negate(p)\n}\n"
                     "ENTRY e {\n p = f32[] parameter(0)\n ROOT c = f32[] call(p), to_apply=f\n}\n")
     assert not any(_DUPLICATE_NAME in e for e in module_errors(dup))
+    names = [i.name for c in dup.computations for i in c.instructions]
+    assert len(names) == len(set(names)) and "p" in names  # the callee keeps its name
 
 
 # ---- hand-made invalid modules: one per check -------------------------------------------

@@ -74,8 +74,13 @@ def module(text: str):
 
 
 def instruction(mod, name: str):
-    """The instruction called ``name``, looked up in the entry computation first."""
-    for comp in [mod.entry] + [c for c in mod.computations if c is not mod.entry]:
+    """The instruction called ``name``, looked up in the entry computation first.  Like
+    XLA's, the parser renames an entry instruction whose name a called computation already
+    uses (``r`` -> ``r.1``), so in the entry ``name.N`` counts as ``name``."""
+    for inst in mod.entry.instructions:
+        if inst.name == name or inst.name.rsplit(".", 1)[0] == name:
+            return inst
+    for comp in mod.computations:
         for inst in comp.instructions:
             if inst.name == name:
                 return inst
