@@ -30,7 +30,10 @@ class HloParseError(HloError):
         self.source_line = source_line
         text = f"{filename}:{line}:{column}: error: {what}"
         if source_line is not None:
-            text += "\n" + source_line.rstrip("\r\n") + "\n" + " " * max(column - 1, 0) + "^"
+            line = source_line.rstrip("\r\n")
+            # keep tabs in the padding so the caret lands under the column on any tab width
+            pad = "".join(c if c == "\t" else " " for c in line[:max(column - 1, 0)])
+            text += "\n" + line + "\n" + pad + "^"
         super().__init__(text)
 
 

@@ -19,6 +19,7 @@ import struct
 
 from .dce import (SideEffects, control_successor_set, has_side_effect_no_recurse,
                   remove_instruction_and_unused_operands)
+from .gpu._gc import relaxed_gc
 from .registry import register
 
 # HloOpcodeIsBinaryCommutative
@@ -209,4 +210,5 @@ class HloCSE:
     name = "cse"
 
     def run(self, module) -> bool:
-        return run_cse(module)
+        with relaxed_gc():
+            return run_cse(module)

@@ -178,8 +178,13 @@ class Instruction:
     @property
     def literal(self) -> Literal:
         if self._literal is None:
-            from .literal import parse_literal
-            self._literal = parse_literal(self.payload, self.shape)
+            from .literal import LiteralSyntaxError, parse_literal
+            try:
+                self._literal = parse_literal(self.payload, self.shape)
+            except LiteralSyntaxError as e:
+                from ..errors import HloVerifyError
+                raise HloVerifyError(f"bad constant in %{self.name} = {self.shape.to_text()} "
+                                     f"constant({self.payload[:80]}): {e}") from None
         return self._literal
 
     def set_literal(self, literal: Literal) -> None:

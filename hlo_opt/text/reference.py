@@ -183,10 +183,12 @@ def diagnose(text: str, start: int = 0, fail_pos: int | None = None,
         if text.startswith("/*", pos):
             return pos, "unterminated '/*' comment"
         if isinstance(e, UnexpectedCharacters) and not _lexable(char):
-            return pos, f"unexpected character '{char}'; expected {what}"
+            shown = char if char.isprintable() else repr(char)[1:-1]
+            return pos, f"unexpected character '{shown}'; expected {what}"
         return pos, "expected " + what
     return None
 
 
 def _lexable(char: str) -> bool:
-    return char.isalnum() or char in "_.$@+-%<>=:*#!~^|&?,(){}[]\" \t\r\n"
+    """Can ``char`` start some token of the grammar (lexemes are ASCII)?"""
+    return (char.isascii() and char.isalnum()) or char in "_.$@+-%<>=:*#!~^|&?,(){}[]\" \t\r\n"

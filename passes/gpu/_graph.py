@@ -116,6 +116,8 @@ def fusible_computations(module) -> list:
 
 import contextlib  # noqa: E402
 
+from ._gc import relaxed_gc  # noqa: E402
+
 
 def add_computation(module, comp) -> None:
     """Append ``comp`` (no instructions yet) to ``module`` under a unique name."""
@@ -136,14 +138,16 @@ def drop_computation(module, comp) -> None:
 
 @contextlib.contextmanager
 def computation_batch(module):
-    """Within the block, dropped computations leave the module in one sweep at the end."""
+    """Within the block, dropped computations leave the module in one sweep at the end
+    (and the garbage collector runs less often: see :mod:`._gc`)."""
     outer = getattr(module, "_gpu_pending_drop", None)
     if outer is not None:
         yield
         return
     module._gpu_pending_drop = set()
     try:
-        yield
+        with relaxed_gc():
+            yield
     finally:
         dead = module._gpu_pending_drop
         del module._gpu_pending_drop

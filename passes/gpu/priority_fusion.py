@@ -209,7 +209,10 @@ class GpuPriorityFusion:
                 consumers = [c for c in consumers if not self.can_fuse_cached(producer, c, queue)]
             if not consumers:
                 continue
-            to_update = set()
+            # Insertion-ordered (a dict), not a set: the order of the priority updates
+            # below breaks ties between equal priorities, so it must not depend on where
+            # the instructions happen to live in memory.
+            to_update: dict = {}
             fused_now = set()
             for consumer in consumers:
                 if consumer.opcode == "bitcast" or consumer.parent is not comp:
@@ -225,7 +228,7 @@ class GpuPriorityFusion:
                 self.evaluations.pop(fusion, None)
                 if fusion is not consumer:
                     queue.remove(consumer)
-                    to_update.discard(consumer)
+                    to_update.pop(consumer, None)
                 changed = True
                 for o in fusion.operands:
                     # XLA skips broadcasts (and the operands of a fused broadcast) here:
@@ -235,12 +238,12 @@ class GpuPriorityFusion:
                             "broadcast", "constant", "get-tuple-element"):
                         continue
                     if hlo_is_fusible(o):
-                        to_update.add(o)
-                to_update.add(fusion)
+                        to_update[o] = None
+                to_update[fusion] = None
                 fused_now.add(fusion)
             if producer.parent is comp and producer.user_count == 0 and not producer.is_root:
                 queue.remove(producer)
-                to_update.discard(producer)
+                to_update.pop(producer, None)
                 self._remove(comp, producer)
             for inst in to_update:
                 if inst.parent is comp:

@@ -31,7 +31,7 @@ CASES = [
     ("  ROOT %s = f32[] add(f32[] %x, f32[] %y)\n}", "  ROOT %s = f32[] add(f32[] %x, f32[] %y)",
      "8:1: expected ',', '}' or an instruction ('name = shape opcode(...)')"),
     ("%c = f32[] constant(0)", "%c = f32[] constant(0) \x01",
-     "11:26: unexpected character '\x01'; expected ',', '}' or an instruction "
+     "11:26: unexpected character '\\x01'; expected ',', '}' or an instruction "
      "('name = shape opcode(...)')"),
     # semantic errors: the parser's own words and place
     ("constant(0)", "konstant(0)", "11:14: unknown opcode 'konstant'"),

@@ -174,12 +174,18 @@ def _from_canonical(arr, order):
 def cudnn_conv_forward(inst, args, ctx):
     if len(args) != 2:
         raise unsupported(inst, f"convForward with {len(args)} operands")
+    out, _, out_shape, _ = _forward(inst, args)
+    return _array_and_scratch(inst, cast_float_result(out, out_shape.dtype))
+
+
+def _forward(inst, args):
+    """The forward convolution of operands 0 and 1 in the accumulation type: (out, acc
+    dtype, result shape, dim labels)."""
     out_shape = _value_shape(inst)
     acc = compute_dtype(out_shape.dtype)
     labels, params = _conv_setup(inst, args[0].ndim)
     x, w = to_canonical(args[0].astype(acc), args[1].astype(acc), labels)
-    out = from_canonical_output(conv_forward(x, w, params), labels)
-    return _array_and_scratch(inst, cast_float_result(out, out_shape.dtype))
+    return from_canonical_output(conv_forward(x, w, params), labels), acc, out_shape, labels
 
 
 _ACTIVATIONS = {
@@ -196,11 +202,7 @@ _ACTIVATIONS = {
 def cudnn_conv_bias_activation(inst, args, ctx):
     """activation(conv * conv_result_scale + side_input_scale * side + bias), bias along
     the output feature dimension (what cudnn-fused-convolution-rewriter emits)."""
-    out_shape = _value_shape(inst)
-    acc = compute_dtype(out_shape.dtype)
-    labels, params = _conv_setup(inst, args[0].ndim)
-    x, w = to_canonical(args[0].astype(acc), args[1].astype(acc), labels)
-    out = from_canonical_output(conv_forward(x, w, params), labels)
+    out, acc, out_shape, labels = _forward(inst, args)
     cfg = backend_config(inst).get("cudnn_conv_backend_config", {})
     out = out * float(cfg.get("conv_result_scale", 1))
     if len(args) > 3:
