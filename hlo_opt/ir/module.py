@@ -33,7 +33,8 @@ class HloModule:
 
     @computations.setter
     def computations(self, value) -> None:
-        self._computations = _ComputationList(value)
+        if value is not self._computations:  # (``+=`` assigns the same list back)
+            self._computations = _ComputationList(value)
         self._comp_index = None
 
     # ---- names ------------------------------------------------------------------------
@@ -96,10 +97,15 @@ class HloModule:
         current (a plain assignment works too: the index is rebuilt on its next use).
         ``unique``: ``name`` or, if another computation has it, ``stem.N`` as
         :meth:`add_computation` picks."""
-        if comp.module is not self:
-            comp.name = self._unique_computation_name(name) if unique else name
-            return
         index = self._index()
+        if comp.module is not self or index.by_name.get(comp.name) is not comp:
+            # not indexed under its name (not listed here, or a duplicate name): the
+            # plain way, which has the index rebuilt on its next use
+            if unique:
+                taken = {c.name for c in self._computations if c is not comp}
+                name = _first_free(taken, name, 1)
+            comp.name = name
+            return
         index.removed(comp)
         comp._name = index.unique(name) if unique else name
         index.added(comp, self._computations)
@@ -215,6 +221,18 @@ class HloModule:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
 
 
+def _first_free(taken, name: str, start: int) -> str:
+    """``name`` if not in ``taken``, else ``stem.N`` for the first free N >= ``start``
+    (``stem``: ``name`` without a ``.digits`` suffix)."""
+    if name not in taken:
+        return name
+    stem = _SUFFIX_RE.match(name).group(1) or name
+    n = start
+    while f"{stem}.{n}" in taken:
+        n += 1
+    return f"{stem}.{n}"
+
+
 class _ComputationList(list):
     """``HloModule.computations``: a list whose ``version`` counts in-place changes."""
 
@@ -264,15 +282,12 @@ class _ComputationIndex:
             self.by_name.setdefault(c.name, c)
 
     def unique(self, name: str) -> str:
-        names = self.names
-        if name not in names:
+        if name not in self.names:
             return name
         stem = _SUFFIX_RE.match(name).group(1) or name
-        n = self.hint.get(stem, 1)
-        while f"{stem}.{n}" in names:
-            n += 1
-        self.hint[stem] = n  # every stem.K with K < n is taken
-        return f"{stem}.{n}"
+        unique = _first_free(self.names, name, self.hint.get(stem, 1))
+        self.hint[stem] = int(unique[len(stem) + 1:])  # every stem.K below it is taken
+        return unique
 
     def added(self, comp: Computation, comps: _ComputationList) -> None:
         """``comp`` (already in ``comps``) now has its name."""

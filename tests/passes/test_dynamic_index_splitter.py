@@ -9,6 +9,7 @@ from hlo_opt.ir.shape import Shape
 from passes.dynamic_index_splitter import DynamicIndexSplitter
 from tests.passes.expander_real_modules import (MODULES, check_module, check_variant,
                                                 load_or_skip)
+from tests.conftest import require_corpus
 from tests.passes.harness import check_pass, load_text
 from tests.passes.lit_chunks import chunks
 
@@ -157,5 +158,6 @@ def test_real_module_with_vector_indices(mid, text, fixture):
 
 
 def test_real_modules_exercise_the_vector_variant():
+    require_corpus()  # the counts are over the XLA corpus
     assert sum("dynamic-slice(" in t or "dynamic-update-slice(" in t
                for _, t, _ in MODULES) >= 5

@@ -10,6 +10,7 @@ from passes.slice_sinker import SliceSinker, is_elementwise
 from hlo_opt.api import parse_hlo
 from hlo_opt.errors import HloError
 from tests.passes.expander_real_modules import MODULES, check_module, check_variant, load_or_skip
+from tests.conftest import require_corpus
 from tests.passes.harness import check_pass, load_text
 from tests.passes.lit_chunks import chunks
 
@@ -222,6 +223,7 @@ def test_real_module_with_split_ops(mid, text, fixture):
 
 
 def test_real_modules_exercise_the_split_variant():
+    require_corpus()  # the counts are over the XLA corpus
     count = 0
     for _, text, _ in MODULES:
         try:
