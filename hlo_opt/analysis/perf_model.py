@@ -95,10 +95,6 @@ def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None 
     return rt
 
 
-def _producer_read_bytes(producer, cache: CostCache) -> float:
-    return cache.cost(producer).bytes_read
-
-
 def fused_exec_time(producer, producer_rt: RunTime, consumer,
                     device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
                     ) -> float:
@@ -121,7 +117,7 @@ def fused_exec_time(producer, producer_rt: RunTime, consumer,
     flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + utilization * (
         producer_cost.flops + 4 * producer_cost.transcendentals)
     compute = _compute_time(device, flops, _cached_threads(consumer, cache))
-    producer_in = producer_cost.bytes_read  # _producer_read_bytes
+    producer_in = producer_cost.bytes_read  # the producer's inputs, read instead
     other_reads = max(consumer_cost.bytes_read - producer_bytes_in_consumer, 0.0)
     read = _read_time(device, other_reads, other_reads) + \
         _read_time(device, producer_in, producer_in * max(utilization, 1e-9))

@@ -47,10 +47,11 @@ class HloModule:
         if stem is None:
             stem = self._stems[base] = _SUFFIX_RE.match(base).group(1) or base
         n = self._next_suffix.get(stem, 1)
-        while f"{stem}.{n}" in self._names:
-            n += 1
-        self._next_suffix[stem] = n + 1
         name = f"{stem}.{n}"
+        while name in self._names:
+            n += 1
+            name = f"{stem}.{n}"
+        self._next_suffix[stem] = n + 1
         self._names.add(name)
         return name
 
