@@ -187,20 +187,24 @@ register_fast(*_UNARY, "count-leading-zeros", "popcnt")(_make_unary)
 
 
 # ---- binary -----------------------------------------------------------------------------
+def _guarded_fmod(a, b, lo, signed):
+    """fmod with the divisor forced to 1 where XLA defines the result itself (x/0 and, for
+    signed types, INT_MIN/-1): (a, safe divisor, remainder, zero mask, overflow mask or None)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    zero = b == 0
+    ovf = (a == lo) & (b == -1) if signed else None
+    bad = zero | ovf if signed else zero
+    safe = np.where(bad, np.ones((), b.dtype), b)
+    return a, safe, np.fmod(a, safe), zero, ovf
+
+
 def _int_divide(et):
     lo, hi = int_bounds(et)
     signed = is_signed_int(et)
 
     def div(a, b):
-        a = np.asarray(a)
-        b = np.asarray(b)
-        zero = b == 0
-        bad = zero
-        if signed:
-            ovf = (a == lo) & (b == -1)
-            bad = zero | ovf
-        safe = np.where(bad, np.ones((), b.dtype), b)
-        r = np.fmod(a, safe)
+        a, safe, r, zero, ovf = _guarded_fmod(a, b, lo, signed)
         q = (a - r) // safe
         q = np.where(zero, np.array(-1 if signed else hi).astype(a.dtype), q)
         if signed:
@@ -214,15 +218,7 @@ def _int_remainder(et):
     signed = is_signed_int(et)
 
     def rem(a, b):
-        a = np.asarray(a)
-        b = np.asarray(b)
-        zero = b == 0
-        bad = zero
-        if signed:
-            ovf = (a == lo) & (b == -1)
-            bad = zero | ovf
-        safe = np.where(bad, np.ones((), b.dtype), b)
-        r = np.fmod(a, safe)
+        a, _, r, zero, ovf = _guarded_fmod(a, b, lo, signed)
         r = np.where(zero, a, r)
         if signed:
             r = np.where(ovf, np.zeros((), a.dtype), r)
