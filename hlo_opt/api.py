@@ -50,5 +50,5 @@ def load_all(path: str) -> list[HloModule]:
 
 def verify(module: HloModule) -> None:
     """Raise HloVerifyError when the module is not well formed."""
-    from .verify import verify_module
+    from .verifier import verify_module
     verify_module(module)

@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Iterator
 
 from .errors import HloError, PassError
 from .flags import DebugOptions, matches_any, parse_pass_filter
+from .relaxed_gc import relaxed_gc
 
 __all__ = [
     "DEFAULT_FIX_ITERATIONS", "PIPELINE_END", "PIPELINE_START", "Fixpoint", "Pipeline",
@@ -210,7 +211,8 @@ class PipelineRunner:
         if not isinstance(pipeline, Pipeline):
             pipeline = Pipeline(getattr(pipeline, "name", "pipeline"), [pipeline])
         self._total = sum(1 for _ in pipeline.leaves())
-        return self._run_pipeline(pipeline, module, (), top=True)
+        with relaxed_gc():
+            return self._run_pipeline(pipeline, module, (), top=True)
 
     # -- pipelines --
     def _run_pipeline(self, pipeline: Pipeline, module, parent: tuple[str, ...],

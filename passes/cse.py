@@ -19,7 +19,7 @@ import struct
 
 from .dce import (SideEffects, control_successor_set, has_side_effect_no_recurse,
                   remove_instruction_and_unused_operands)
-from .gpu._gc import relaxed_gc
+from hlo_opt.relaxed_gc import relaxed_gc
 from .registry import register
 
 # HloOpcodeIsBinaryCommutative

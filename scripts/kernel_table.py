@@ -24,7 +24,7 @@ from hlo_opt.analysis.cost import kernel_breakdown, kernel_computations, module_
 from hlo_opt.api import parse_hlo_modules  # noqa: E402
 from hlo_opt.errors import HloError  # noqa: E402
 from hlo_opt.flags import DebugOptions, parse_flag_tokens  # noqa: E402
-from hlo_opt.verify import module_errors  # noqa: E402
+from hlo_opt.verifier import module_errors  # noqa: E402
 from tests.conftest import corpus_files, sample_files  # noqa: E402
 
 

@@ -116,7 +116,7 @@ def fusible_computations(module) -> list:
 
 import contextlib  # noqa: E402
 
-from ._gc import relaxed_gc  # noqa: E402
+from hlo_opt.relaxed_gc import relaxed_gc  # noqa: E402
 
 
 def add_computation(module, comp) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from hlo_opt.api import parse_hlo_modules
 from hlo_opt.errors import HloError
-from hlo_opt.verify import module_errors
+from hlo_opt.verifier import module_errors
 from passes.pipelines import build_pipeline
 
 from ..conftest import corpus_files, require_corpus, sample_files

@@ -1,4 +1,4 @@
-"""hlo_opt.verify: every corpus and sample module is accepted (except the table below);
+"""hlo_opt.verifier: every corpus and sample module is accepted (except the table below);
 hand-broken modules are rejected with a message naming the place, one test per check."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import hlo_opt
 from hlo_opt.errors import HloError, HloVerifyError
 from hlo_opt.ir.shape import Shape
 from hlo_opt.text.parser import parse_hlo, parse_hlo_modules
-from hlo_opt.verify import module_errors, verify_module
+from hlo_opt.verifier import module_errors, verify_module
 from tests.conftest import corpus_files, require_corpus, sample_files
 
 # Corpus modules the verifier rejects, keyed by (file, module index in the file), with

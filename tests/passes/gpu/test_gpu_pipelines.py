@@ -9,7 +9,7 @@ from hlo_opt.api import parse_hlo_modules
 from hlo_opt.errors import HloError
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import Fixpoint
-from hlo_opt.verify import module_errors
+from hlo_opt.verifier import module_errors
 from passes.gpu._options import using_options
 from passes.gpu_pipelines import (GPU_PIPELINE_NAMES, PassSpec, missing_passes,
                                   register_gpu_pipelines)

@@ -24,8 +24,6 @@ run after every pass that changes the module.
 """
 from __future__ import annotations
 
-import sys
-import types
 
 from .errors import HloVerifyError
 from .ir.opcodes import OPCODES, VARIADIC
@@ -403,15 +401,3 @@ def _check_mixed_precision(inst, comp, errors: _Errors) -> None:
                            f"%{inst.called[0].name} parameter {i} is "
                            f"{p.shape.element_type}")
                 return
-
-
-class _CallableModule(types.ModuleType):
-    """Importing this module binds the package attribute ``hlo_opt.verify`` to it,
-    shadowing the API function of the same name; calling the module keeps
-    ``hlo_opt.verify(module)`` working whatever was imported first."""
-
-    def __call__(self, module) -> None:
-        verify_module(module)
-
-
-sys.modules[__name__].__class__ = _CallableModule

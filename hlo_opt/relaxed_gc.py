@@ -1,4 +1,7 @@
-"""Fewer garbage-collector runs while a pass rewrites a large graph.
+"""Fewer garbage-collector runs while passes rewrite a large graph.
+
+The pipeline runner holds :func:`relaxed_gc` for a whole run; passes that rewrite many
+instructions hold it too, for when they run on their own.
 
 A fusion pass (or CSE) allocates many long-lived objects: every fusion clones
 instructions into a new fused computation.  With CPython's default thresholds
