@@ -64,15 +64,20 @@ class Builder:
 
     def discard_since(self, mark: int) -> None:
         """Remove instructions created after ``mark`` that ended up unused."""
+        created = self.created
+        if len(created) <= mark:
+            return
         from ._rewrite import remove_dead
-        for inst in reversed(self.created[mark:]):
+        for inst in reversed(created[mark:]):
             if inst.parent is self.comp and inst.user_count == 0 and not inst.is_root:
                 remove_dead(self.comp, inst, set())
-        del self.created[mark:]
+        del created[mark:]
 
     # ---- leaves -------------------------------------------------------------------------
-    def constant(self, literal: Literal) -> Instruction:
-        inst = self._add("constant", literal.shape, payload=literal.to_text())
+    def constant(self, literal: Literal, text: str | None = None) -> Instruction:
+        """A constant holding ``literal`` (``text``: its ``to_text()``, when known)."""
+        inst = self._add("constant", literal.shape,
+                         payload=text if text is not None else literal.to_text())
         inst._literal = literal
         return inst
 

@@ -22,7 +22,7 @@ import math
 from hlo_opt.ir.shape import Shape
 
 from ._build import Builder, scalar_computation
-from ._rewrite import control_successors, remove_dead
+from ._rewrite import control_successors, has_opcode, remove_dead
 from .registry import register
 
 
@@ -147,6 +147,9 @@ def expand_grad(e: _Expand, bn):
     return e.add(e.b.tuple([grad_x, grad_scale, grad_beta]))
 
 
+_BATCH_NORM = frozenset(("batch-norm-training", "batch-norm-inference", "batch-norm-grad"))
+
+
 @register
 class BatchNormExpander:
     name = "batchnorm_expander"
@@ -158,6 +161,8 @@ class BatchNormExpander:
                         "batch-norm-grad": (rewrite_grad_op, expand_grad)}
 
     def run(self, module) -> bool:
+        if not has_opcode(module, _BATCH_NORM):
+            return False
         fusion = {c for comp in module.computations for i in comp.instructions
                   if i.opcode == "fusion" for c in i.called}
         changed = False

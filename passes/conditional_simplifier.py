@@ -7,7 +7,7 @@ are left alone.  (XLA also removes unused outputs and merges duplicate ones; not
 """
 from __future__ import annotations
 
-from ._rewrite import control_successors, remove_dead
+from ._rewrite import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline
 from .algsimp.predicates import scalar_value
 from .registry import register
@@ -32,6 +32,8 @@ class ConditionalSimplifier:
     name = "simplify-conditional"
 
     def run(self, module) -> bool:
+        if not has_opcode(module, ("conditional",)):
+            return False
         changed = False
         before = _reachable(module)
         for comp in list(module.computations):

@@ -138,6 +138,10 @@ def literal_of(value, shape) -> Literal | None:
     return Literal(shape.without_layout(), np.array(arr))
 
 
+# never folded: the loop skips them, or _Foldability rejects them before anything else
+_NEVER_FOLDED = frozenset(("parameter", "constant", "tuple", "broadcast", "iota", "fft"))
+
+
 @register
 class HloConstantFolding:
     name = "constant_folding"
@@ -146,16 +150,31 @@ class HloConstantFolding:
         self.aggressive = aggressive
         self.folded = 0
 
+    def _may_fold(self, comp) -> bool:
+        """Whether some instruction of ``comp`` passes the cheap tests of :meth:`run`'s
+        loop (a superset of those it folds): one scan in any order, so a computation with
+        nothing to fold costs no post order.  Folding only makes constants where there
+        was a candidate already, so none here means the loop would change nothing."""
+        aggressive = self.aggressive
+        for inst in comp._instructions:
+            if inst.opcode in _NEVER_FOLDED or not inst.operands and not aggressive:
+                continue
+            if not aggressive and not _any_operand_constant(inst):
+                continue
+            if (inst._users or inst.is_root) and _all_operands_constant_like(inst):
+                return True
+        return False
+
     def run(self, module) -> bool:
         self.folded = 0
         foldable = _Foldability(self.aggressive)
-        skip = {c for comp in module.computations for i in comp.instructions
-                for c in i.called
-                if i.opcode == "fusion" or (i.opcode == "call" and
-                                            i.attrs.get("is_composite") == "true")}
+        skip = {c for comp in module.computations for i in comp._instructions if i.called
+                and (i.opcode == "fusion" or (i.opcode == "call" and
+                                              i.attrs.get("is_composite") == "true"))
+                for c in i.called}
         changed = False
         for comp in list(module.computations):
-            if comp in skip:
+            if comp in skip or not self._may_fold(comp):
                 continue
             ctrl = control_successors(comp)
             for inst in comp.post_order():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.shape import Shape
 
-from ._rewrite import control_successors, remove_dead
+from ._rewrite import comp_has_opcode, control_successors, has_opcode, remove_dead
 from .registry import register
 
 
@@ -41,7 +41,11 @@ class SortSimplifier:
 
     def run(self, module) -> bool:
         changed = False
+        if not has_opcode(module, ("sort",)):
+            return False
         for comp in list(module.computations):
+            if not comp_has_opcode(comp, ("sort",)):
+                continue
             for sort in comp.post_order():
                 if sort.opcode == "sort" and sort.parent is comp:
                     changed |= self._simplify(module, comp, sort)

@@ -22,6 +22,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE
 from hlo_opt.ir.types import BIT_WIDTH
 
+from ._rewrite import comp_has_opcode
 from .registry import register
 
 # Attributes SameOp ignores (HloInstruction::IdenticalSlowPath compares none of them).
@@ -116,6 +117,8 @@ def _sink(comp, sources, group) -> None:
 def run_slice_sinker(module) -> bool:
     changed = False
     for comp in list(module.computations):
+        if not comp_has_opcode(comp, ("slice",)):
+            continue  # no operation on slices here: skip the post order
         failed: set = set()  # (key, sources) of groups that did not pay; reset on a change
         for inst in comp.post_order():
             if not is_elementwise(inst) or not inst.operands or inst.user_count == 0:

@@ -10,6 +10,7 @@ and control edges are relayed the way XLA's RelayControlDependenciesSafely does.
 """
 from __future__ import annotations
 
+from ._rewrite import comp_has_opcode
 from .dce import control_successor_set, remove_instruction_and_unused_operands
 from .registry import register
 
@@ -78,11 +79,16 @@ class _Replacer:
         self.ctrl = control_successor_set(self.comp)
 
 
+_TUPLE_OPS = frozenset(("tuple", "get-tuple-element"))
+
+
 def run_tuple_simplifier(module, exclude_entry_computation: bool = False) -> bool:
     changed = False
     for comp in list(module.computations):
         if exclude_entry_computation and comp is module.entry:
             continue
+        if not comp_has_opcode(comp, _TUPLE_OPS):
+            continue  # nothing to simplify: skip the post order
         replacer = _Replacer(comp)
         for inst in comp.post_order():
             if inst.parent is not comp:

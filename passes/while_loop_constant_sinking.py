@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hlo_opt.ir.instruction import Instruction
 
+from ._rewrite import has_opcode
 from ._while_util import while_body, while_cond
 from .registry import register
 
@@ -41,6 +42,8 @@ class WhileLoopConstantSinking:
         return ok and (not self.sink_only_scalar_constants or v.shape.rank == 0)
 
     def run(self, module) -> bool:
+        if not has_opcode(module, ("while",)):
+            return False
         callers: dict = {}
         for comp in module.computations:
             for i in comp.instructions:

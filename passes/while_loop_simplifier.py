@@ -18,7 +18,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
 from ._build import Builder
-from ._rewrite import control_successors, remove_dead
+from ._rewrite import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
 from .registry import register
 
@@ -174,6 +174,8 @@ class WhileLoopSimplifier:
     name = "simplify-while-loops"
 
     def run(self, module) -> bool:
+        if not has_opcode(module, ("while",)):
+            return False
         before = _reachable(module)
         changed = False
         for comp in list(module.computations):

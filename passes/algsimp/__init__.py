@@ -23,14 +23,14 @@ RULES: Rules = (rules_arith.RULES + rules_logic.RULES + rules_shape.RULES + rule
                 + rules_reduce.RULES + rules_dot.RULES)
 
 
-def _fusion_computations(module):
-    return {c for comp in module.computations for inst in comp.instructions
-            if inst.opcode == "fusion" for c in inst.called}
-
-
-def _async_computations(module):
-    return {c for comp in module.computations for inst in comp.instructions
-            if inst.opcode.startswith("async-") for c in inst.called}
+def _skipped_computations(module) -> set:
+    """Computations called by fusions and async ops: algsimp leaves them alone."""
+    out = set()
+    for comp in module.computations:
+        for inst in comp._instructions:
+            if inst.called and (inst.opcode == "fusion" or inst.opcode.startswith("async-")):
+                out.update(inst.called)
+    return out
 
 
 @register
@@ -46,7 +46,7 @@ class AlgebraicSimplifier:
     def run(self, module) -> bool:
         self.last_fired = Counter()
         self.last_inexact = Counter()
-        skip = _fusion_computations(module) | _async_computations(module)
+        skip = _skipped_computations(module)
         sweeps = 50 if self.options.run_to_fixed_point else 1
         changed = False
         for comp in list(module.computation_post_order()):

@@ -52,3 +52,8 @@ class AlgebraicSimplifierOptions:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return AlgebraicSimplifierOptions(**values)
+
+
+def layout_free(opts: AlgebraicSimplifierOptions) -> bool:
+    """``when=`` of the rules that may change layouts: off when layout sensitive."""
+    return not opts.is_layout_sensitive

@@ -80,22 +80,68 @@ def _uniform_value(c: Instruction):
     return v
 
 
+def all_test(value):
+    """``test(inst)``: whether ``inst`` is a constant, or broadcasts of one, holding only
+    ``value`` (compared as bool for pred, as an integer for integral types: a fraction
+    never matches; as is otherwise).  The value's forms are worked out once per value."""
+    key = (type(value), value)
+    try:
+        test = _ALL_TESTS.get(key)
+    except TypeError:  # unhashable
+        return _make_all_test(value)
+    if test is None:
+        test = _make_all_test(value)
+        if value == value:  # (a nan would never be found again)
+            _ALL_TESTS[key] = test
+    return test
+
+
+_ALL_TESTS: dict = {}
+_INTEGRAL: dict[str, bool] = {}
+
+
+def _make_all_test(value):
+    as_bool = bool(value)
+    try:
+        as_int = None if isinstance(value, float) and not value.is_integer() else int(value)
+        int_ok = True
+    except (TypeError, ValueError, OverflowError):
+        as_int, int_ok = None, False
+
+    def test(c) -> bool:
+        while c.opcode == "broadcast":
+            c = c.operands[0]
+        if c.opcode != "constant":
+            return False
+        lit = c.literal
+        hit = _UNIFORM.get(id(lit))
+        v = hit[1] if hit is not None and hit[0] is lit else _uniform_value(c)
+        if v is _NOT_UNIFORM:
+            return False
+        t = c.shape.element_type
+        if t == "pred":
+            return v == as_bool
+        integral_t = _INTEGRAL.get(t)
+        if integral_t is None:
+            integral_t = _INTEGRAL[t] = is_integral(t)
+        if integral_t:
+            if not int_ok:
+                return v == int(value)  # (raises as int(value) does)
+            return as_int is not None and v == as_int
+        return v == value
+    return test
+
+
 def is_all(inst: Instruction, value) -> bool:
     """Unwraps broadcasts; true when the constant underneath holds only ``value``."""
-    c = _unwrap_broadcast(inst)
-    if c.opcode != "constant":
-        return False
-    v = _uniform_value(c)
-    if v is _NOT_UNIFORM:
-        return False
-    t = c.shape.element_type
-    if t == "pred":
-        return v == bool(value)
-    if is_integral(t):
-        if isinstance(value, float) and not value.is_integer():
-            return False
-        return v == int(value)
-    return v == value
+    return all_test(value)(inst)
+
+
+def ALL(value, name: str | None = None):
+    """The pattern form of :func:`is_all`: any instruction (captured as ``name``) that is a
+    constant, or broadcasts of one, holding only ``value``."""
+    from .._rewrite import X
+    return X(name, pred=all_test(value), hint=("broadcast", "constant"))
 
 
 def scalar_value(inst: Instruction):

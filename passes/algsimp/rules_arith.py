@@ -10,24 +10,23 @@ import math
 
 import numpy as np
 
-from hlo_opt.ir.types import is_complex, is_float, is_integral, is_signed_int
+from hlo_opt.ir.literal import Literal
+from hlo_opt.ir.shape import Shape
+from hlo_opt.ir.types import is_complex, is_float, is_integral, is_signed_int, numpy_dtype
 
-from .._rewrite import BSC, C, CHANGED, NC, P, Rule, Rules, SC, X
-from .predicates import (constant_array, floating, integral, is_all, is_fp_power_of_two,
+from .._rewrite import BSC, C, CHANGED, NC, P, RuleList, Rules, SC, X
+from .predicates import (ALL, constant_array, floating, integral, is_all, is_fp_power_of_two,
                          is_nonnegative, max_value, min_value, scalar_value)
 
-_R: list[Rule] = []
+r = RuleList()
 
 
-def r(pat, label, exact=True):
-    def deco(fn):
-        _R.append(Rule(pat, fn, label, exact))
-        return fn
-    return deco
+def _fast_math(opts) -> bool:
+    return opts.enable_fast_math
 
 
-def ALL(v, name=None):
-    return X(name, pred=lambda i, v=v: is_all(i, v))
+def _approximate(opts) -> bool:
+    return opts.approximate_float_rewrites
 
 
 def _reassoc_ok(ctx, inst) -> bool:
@@ -90,35 +89,30 @@ def _add_canon(ctx, c, a):
     return ctx.b.binary("add", a, c)
 
 
-@r(P("add", P("add", NC("a"), C("c1")), C("c2")), "(A + C1) + C2 => A + (C1 + C2)", exact=False)
-def _add_reassoc(ctx, a, c1, c2):
-    if not _reassoc_ok(ctx, ctx.inst):
-        return None
-    return ctx.b.binary("add", a, _const_sum(ctx, "add", c1, c2, ctx.inst))
+def _fold_constants(op: str):
+    """(A op C1) op C2 => A op (C1 op C2), when reassociating is allowed."""
+    def fold(ctx, a, c1, c2):
+        if not _reassoc_ok(ctx, ctx.inst):
+            return None
+        return ctx.b.binary(op, a, _const_sum(ctx, op, c1, c2, ctx.inst))
+    return fold
 
 
-@r(P("add", P("add", NC("a"), BSC("c1")), BSC("c2")),
-   "(A + bcast(C1)) + bcast(C2) => A + bcast(C1 + C2)", exact=False)
-def _add_reassoc_b(ctx, a, c1, c2):
-    if not _reassoc_ok(ctx, ctx.inst):
-        return None
-    return ctx.b.binary("add", a, _const_sum(ctx, "add", c1, c2, ctx.inst))
-
-
-@r(P("add", P("subtract", C("c1"), NC("a")), C("c2")), "(C1 - A) + C2 => (C1 + C2) - A",
-   exact=False)
-def _sub_add_reassoc(ctx, c1, a, c2):
+def _sub_add_constants(ctx, c1, a, c2):
+    """(C1 - A) + C2 => (C1 + C2) - A, when reassociating is allowed."""
     if not _reassoc_ok(ctx, ctx.inst):
         return None
     return ctx.b.binary("subtract", _const_sum(ctx, "add", c1, c2, ctx.inst), a)
 
 
-@r(P("add", P("subtract", BSC("c1"), NC("a")), BSC("c2")),
-   "(bcast(C1) - A) + bcast(C2) => bcast(C1 + C2) - A", exact=False)
-def _sub_add_reassoc_b(ctx, c1, a, c2):
-    if not _reassoc_ok(ctx, ctx.inst):
-        return None
-    return ctx.b.binary("subtract", _const_sum(ctx, "add", c1, c2, ctx.inst), a)
+r(P("add", P("add", NC("a"), C("c1")), C("c2")), "(A + C1) + C2 => A + (C1 + C2)",
+  exact=False)(_fold_constants("add"))
+r(P("add", P("add", NC("a"), BSC("c1")), BSC("c2")),
+  "(A + bcast(C1)) + bcast(C2) => A + bcast(C1 + C2)", exact=False)(_fold_constants("add"))
+r(P("add", P("subtract", C("c1"), NC("a")), C("c2")), "(C1 - A) + C2 => (C1 + C2) - A",
+  exact=False)(_sub_add_constants)
+r(P("add", P("subtract", BSC("c1"), NC("a")), BSC("c2")),
+  "(bcast(C1) - A) + bcast(C2) => bcast(C1 + C2) - A", exact=False)(_sub_add_constants)
 
 
 @r(P("add", X("x"), P("subtract", X("y"), X("x")), commute=True), "A + (B - A) => B")
@@ -259,27 +253,15 @@ def _mul4(ctx, a, c1, b, c2):
     return ctx.b.binary("multiply", ctx.b.binary("multiply", a, b), prod)
 
 
-@r(P("multiply", P("multiply", NC("a"), C("c1"), commute=True), C("c2"), commute=True),
-   "(A * C1) * C2 => A * (C1 * C2)", exact=False)
-def _mul3(ctx, a, c1, c2):
-    if not _reassoc_ok(ctx, ctx.inst):
-        return None
-    return ctx.b.binary("multiply", a, _const_sum(ctx, "multiply", c1, c2, ctx.inst))
-
-
-@r(P("multiply", P("multiply", NC("a"), BSC("c1")), BSC("c2")),
-   "(A * bcast(C1)) * bcast(C2) => A * bcast(C1 * C2)", exact=False)
-def _mul3b(ctx, a, c1, c2):
-    if not _reassoc_ok(ctx, ctx.inst):
-        return None
-    return ctx.b.binary("multiply", a, _const_sum(ctx, "multiply", c1, c2, ctx.inst))
+r(P("multiply", P("multiply", NC("a"), C("c1"), commute=True), C("c2"), commute=True),
+  "(A * C1) * C2 => A * (C1 * C2)", exact=False)(_fold_constants("multiply"))
+r(P("multiply", P("multiply", NC("a"), BSC("c1")), BSC("c2")),
+  "(A * bcast(C1)) * bcast(C2) => A * bcast(C1 * C2)", exact=False)(_fold_constants("multiply"))
 
 
 @r(P("multiply", P("exponential", X("a")), P("exponential", X("b"))),
-   "exp(A) * exp(B) => exp(A + B)", exact=False)
+   "exp(A) * exp(B) => exp(A + B)", exact=False, when=_fast_math)
 def _expmul(ctx, a, b):
-    if not ctx.opts.enable_fast_math:
-        return None
     return ctx.b.unary("exponential", ctx.b.binary("add", a, b))
 
 
@@ -312,39 +294,45 @@ def _scalar_const_of(inst):
     return None
 
 
-@r(P("divide", X("a"), X("b"), pred=integral), "A / 2^k => A >> k (integers)")
-def _div_shift(ctx, a, b):
+def _power_of_two(b):
+    """2^k when ``b`` is an effective-scalar constant (or a broadcast of one) holding a
+    positive power of two, else None."""
     c = _scalar_const_of(b)
     if c is None or c.literal.elided:
         return None
     v = scalar_value(c)
-    t = ctx.inst.shape.element_type
+    return None if v <= 0 or v & (v - 1) else v
+
+
+def _on_magnitude(ctx, a, op: str, k: int):
+    """op(A, k); for signed A, op(|A|, k) with A's sign put back, so that division and
+    remainder keep rounding toward zero."""
     bld = ctx.b
-    if is_signed_int(t):
-        if v <= 0 or v & (v - 1):
-            return None
-        k = v.bit_length() - 1
-        neg = bld.compare(a, bld.scalar_like(a, 0), "LT")
-        absa = bld.select(neg, bld.unary("negate", a), a)
-        q = bld.binary("shift-right-logical", absa, bld.scalar_like(absa, k))
-        return bld.select(neg, bld.unary("negate", q), q)
-    if v <= 0 or v & (v - 1):
+    if not is_signed_int(ctx.inst.shape.element_type):
+        return bld.binary(op, a, bld.scalar_like(a, k))
+    neg = bld.compare(a, bld.scalar_like(a, 0), "LT")
+    absa = bld.select(neg, bld.unary("negate", a), a)
+    q = bld.binary(op, absa, bld.scalar_like(absa, k))
+    return bld.select(neg, bld.unary("negate", q), q)
+
+
+@r(P("divide", X("a"), X("b"), pred=integral), "A / 2^k => A >> k (integers)")
+def _div_shift(ctx, a, b):
+    v = _power_of_two(b)
+    if v is None:
         return None
-    return bld.binary("shift-right-logical", a, bld.scalar_like(a, v.bit_length() - 1))
+    return _on_magnitude(ctx, a, "shift-right-logical", v.bit_length() - 1)
 
 
 @r(P("divide", P("exponential", X("a")), P("exponential", X("b"))),
-   "exp(A) / exp(B) => exp(A - B)", exact=False)
+   "exp(A) / exp(B) => exp(A - B)", exact=False, when=_fast_math)
 def _expdiv(ctx, a, b):
-    if not ctx.opts.enable_fast_math:
-        return None
     return ctx.b.unary("exponential", ctx.b.binary("subtract", a, b))
 
 
-@r(P("divide", X("a"), P("exponential", X("b"))), "A / exp(B) => A * exp(-B)", exact=False)
+@r(P("divide", X("a"), P("exponential", X("b"))), "A / exp(B) => A * exp(-B)", exact=False,
+   when=_fast_math)
 def _div_exp(ctx, a, b):
-    if not ctx.opts.enable_fast_math:
-        return None
     return ctx.b.binary("multiply", a, ctx.b.unary("exponential", ctx.b.unary("negate", b)))
 
 
@@ -356,17 +344,18 @@ def _div_pow(ctx, a, b, c):
     return ctx.b.binary("multiply", a, ctx.b.binary("power", b, ctx.b.unary("negate", c)))
 
 
-@r(P("divide", X("a"), P("sqrt", X("b"), name="s")), "A / sqrt(B) => A * rsqrt(B)", exact=False)
+@r(P("divide", X("a"), P("sqrt", X("b"), name="s")), "A / sqrt(B) => A * rsqrt(B)", exact=False,
+   when=_approximate)
 def _div_sqrt(ctx, a, b, s):
-    if s.user_count != 1 or not ctx.opts.approximate_float_rewrites:
+    if s.user_count != 1:
         return None
     return ctx.b.binary("multiply", a, ctx.b.unary("rsqrt", b))
 
 
 @r(P("divide", X("a"), P("rsqrt", X("b"), name="s")), "A / rsqrt(B) => A * sqrt(B)",
-   exact=False)
+   exact=False, when=_approximate)
 def _div_rsqrt(ctx, a, b, s):
-    if s.user_count != 1 or not ctx.opts.approximate_float_rewrites:
+    if s.user_count != 1:
         return None
     return ctx.b.binary("multiply", a, ctx.b.unary("sqrt", b))
 
@@ -389,6 +378,36 @@ def _exact_reciprocal(arr, t):
     return recip
 
 
+_RECIPROCALS: dict = {}  # (id(literal), approximate) -> (literal, (1/literal, its text) or None)
+
+
+def _reciprocal_literal(c, approximate: bool):
+    """(Literal, text) of 1/C for constant ``c`` (exact unless ``approximate``), or None;
+    cached per literal (literals are never mutated in place), so a divisor shared by many
+    divides costs one numpy computation."""
+    lit = c.literal
+    key = (id(lit), approximate)
+    hit = _RECIPROCALS.get(key)
+    if hit is not None and hit[0] is lit:
+        return hit[1]
+    found = None
+    arr = constant_array(c)
+    if arr is not None:
+        t = c.shape.element_type
+        recip = _exact_reciprocal(arr, t) if is_float(t) else None
+        if recip is None and approximate:
+            with np.errstate(all="ignore"):
+                recip = (np.ones_like(arr) / arr).astype(arr.dtype)
+        if recip is not None:
+            recip = np.asarray(recip).astype(numpy_dtype(t))
+            inv = Literal(Shape.array(t, recip.shape), recip)
+            found = (inv, inv.to_text())
+    if len(_RECIPROCALS) > 10_000:
+        _RECIPROCALS.clear()
+    _RECIPROCALS[key] = (lit, found)
+    return found
+
+
 @r(P("divide", NC("a"), X("b"), pred=lambda i: not integral(i) and i.shape.element_type != "pred"),
    "A / Const => A * (1 / Const)")
 def _div_const(ctx, a, b):
@@ -396,42 +415,35 @@ def _div_const(ctx, a, b):
         b.operands[0] if b.opcode == "broadcast" and b.operands[0].opcode == "constant" else None)
     if c is None:
         return None
-    arr = constant_array(c)
-    if arr is None:
+    found = _reciprocal_literal(c, ctx.opts.approximate_float_rewrites)
+    if found is None:
         return None
-    t = c.shape.element_type
-    recip = None
-    if is_float(t):
-        recip = _exact_reciprocal(arr, t)
-    if recip is None:
-        if not ctx.opts.approximate_float_rewrites:
-            return None
-        with np.errstate(all="ignore"):
-            recip = (np.ones_like(arr) / arr).astype(arr.dtype)
-    inv = ctx.b.constant_array(recip, t)
+    inv = ctx.b.constant(*found)
     if b is not c:
         inv = ctx.b.broadcast(inv, b.shape.dims, b.dimensions)
     return ctx.b.binary("multiply", a, inv)
 
 
 @r(P("divide", P("divide", X("a"), X("b")), P("divide", X("c"), X("d"))),
-   "(A / B) / (C / D) => (A * D) / (B * C)", exact=False)
+   "(A / B) / (C / D) => (A * D) / (B * C)", exact=False, when=_approximate)
 def _divdiv(ctx, a, b, c, d):
-    if integral(ctx.inst) or not ctx.opts.approximate_float_rewrites:
+    if integral(ctx.inst):
         return None
     return ctx.b.binary("divide", ctx.b.binary("multiply", a, d), ctx.b.binary("multiply", b, c))
 
 
-@r(P("divide", P("divide", X("a"), X("b")), X("c")), "(A / B) / C => A / (B * C)", exact=False)
+@r(P("divide", P("divide", X("a"), X("b")), X("c")), "(A / B) / C => A / (B * C)", exact=False,
+   when=_approximate)
 def _divdiv2(ctx, a, b, c):
-    if integral(ctx.inst) or not ctx.opts.approximate_float_rewrites:
+    if integral(ctx.inst):
         return None
     return ctx.b.binary("divide", a, ctx.b.binary("multiply", b, c))
 
 
-@r(P("divide", X("a"), P("divide", X("b"), X("c"))), "A / (B / C) => (A * C) / B", exact=False)
+@r(P("divide", X("a"), P("divide", X("b"), X("c"))), "A / (B / C) => (A * C) / B", exact=False,
+   when=_approximate)
 def _divdiv3(ctx, a, b, c):
-    if integral(ctx.inst) or not ctx.opts.approximate_float_rewrites:
+    if integral(ctx.inst):
         return None
     return ctx.b.binary("divide", ctx.b.binary("multiply", a, c), b)
 
@@ -447,10 +459,9 @@ def _pow1(ctx, a):
     return a
 
 
-@r(P("power", P("exponential", X("a")), X("b")), "pow(exp(A), B) => exp(A * B)", exact=False)
+@r(P("power", P("exponential", X("a")), X("b")), "pow(exp(A), B) => exp(A * B)", exact=False,
+   when=_fast_math)
 def _powexp(ctx, a, b):
-    if not ctx.opts.enable_fast_math:
-        return None
     return ctx.b.unary("exponential", ctx.b.binary("multiply", a, b))
 
 
@@ -473,9 +484,10 @@ def _powm1(ctx, a):
     return ctx.b.binary("divide", ctx.b.scalar_like(a, 1), a)
 
 
-@r(P("power", X("a"), ALL(0.5)), "pow(A, 0.5) => sqrt(A) for A >= 0", exact=False)
+@r(P("power", X("a"), ALL(0.5)), "pow(A, 0.5) => sqrt(A) for A >= 0", exact=False,
+   when=_approximate)
 def _powhalf(ctx, a):
-    if not (is_nonnegative(a) and ctx.opts.approximate_float_rewrites and floating(ctx.inst)):
+    if not (is_nonnegative(a) and floating(ctx.inst)):
         return None
     return ctx.b.unary("sqrt", a)
 
@@ -488,19 +500,10 @@ def _remrem(ctx, inner, b):
 
 @r(P("remainder", X("a"), X("b"), pred=integral), "A % 2^k => A & (2^k - 1) (integers)")
 def _rem_and(ctx, a, b):
-    c = _scalar_const_of(b)
-    if c is None or c.literal.elided:
+    v = _power_of_two(b)
+    if v is None:
         return None
-    v = scalar_value(c)
-    if v <= 0 or v & (v - 1):
-        return None
-    bld = ctx.b
-    if is_signed_int(ctx.inst.shape.element_type):
-        neg = bld.compare(a, bld.scalar_like(a, 0), "LT")
-        absa = bld.select(neg, bld.unary("negate", a), a)
-        q = bld.binary("and", absa, bld.scalar_like(absa, v - 1))
-        return bld.select(neg, bld.unary("negate", q), q)
-    return bld.binary("and", a, bld.scalar_like(a, v - 1))
+    return _on_magnitude(ctx, a, "and", v - 1)
 
 
 @r(P("remainder", P("iota", name="iota"), BSC("d")), "iota % N => iota when N >= size")
@@ -520,15 +523,14 @@ def _exp0(ctx, z):
     return ctx.b.scalar_like(ctx.inst, 1)
 
 
-@r(P("log", P("exponential", X("a"))), "log(exp(A)) => A", exact=False)
+@r(P("log", P("exponential", X("a"))), "log(exp(A)) => A", exact=False, when=_fast_math)
 def _logexp(ctx, a):
-    return a if ctx.opts.enable_fast_math else None
+    return a
 
 
-@r(P("log", P("power", X("a"), X("b"))), "log(pow(A, B)) => B * log(|A|)", exact=False)
+@r(P("log", P("power", X("a"), X("b"))), "log(pow(A, B)) => B * log(|A|)", exact=False,
+   when=_approximate)
 def _logpow(ctx, a, b):
-    if not ctx.opts.approximate_float_rewrites:
-        return None
     bld = ctx.b
     absa = a if is_complex(a.shape.element_type) else bld.unary("abs", a)
     prod = bld.binary("multiply", bld.unary("log", absa), b)
@@ -536,38 +538,34 @@ def _logpow(ctx, a, b):
     return bld.select(is0, bld.scalar_like(ctx.inst, 0), prod)
 
 
-@r(P("log", P("sqrt", X("a"))), "log(sqrt(A)) => 0.5 * log(A)", exact=False)
+@r(P("log", P("sqrt", X("a"))), "log(sqrt(A)) => 0.5 * log(A)", exact=False, when=_approximate)
 def _logsqrt(ctx, a):
-    if not ctx.opts.approximate_float_rewrites:
-        return None
     return ctx.b.binary("multiply", ctx.b.unary("log", a), ctx.b.scalar_like(ctx.inst, 0.5))
 
 
-@r(P("log", P("rsqrt", X("a"))), "log(rsqrt(A)) => -0.5 * log(A)", exact=False)
+@r(P("log", P("rsqrt", X("a"))), "log(rsqrt(A)) => -0.5 * log(A)", exact=False, when=_approximate)
 def _logrsqrt(ctx, a):
-    if not ctx.opts.approximate_float_rewrites:
-        return None
     return ctx.b.binary("multiply", ctx.b.unary("log", a), ctx.b.scalar_like(ctx.inst, -0.5))
 
 
-@r(P("sqrt", P("multiply", X("a"), X("a"))), "sqrt(A * A) => |A|", exact=False)
+@r(P("sqrt", P("multiply", X("a"), X("a"))), "sqrt(A * A) => |A|", exact=False, when=_fast_math)
 def _sqrtsq2(ctx, a):
-    if not ctx.opts.enable_fast_math:
-        return None
     if is_complex(a.shape.element_type):
         comp = "f32" if a.shape.element_type == "c64" else "f64"
         return ctx.b.convert(ctx.b.unary("abs", a, comp), a.shape.element_type)
     return ctx.b.unary("abs", a)
 
 
-@r(P("rsqrt", P("power", X("a"), ALL(-2))), "rsqrt(pow(A, -2)) => A for A >= 0", exact=False)
+@r(P("rsqrt", P("power", X("a"), ALL(-2))), "rsqrt(pow(A, -2)) => A for A >= 0", exact=False,
+   when=_approximate)
 def _rsqrtpow(ctx, a):
-    return a if is_nonnegative(a) and ctx.opts.approximate_float_rewrites else None
+    return a if is_nonnegative(a) else None
 
 
-@r(P("rsqrt", P("divide", ALL(1), X("a"))), "rsqrt(1 / A) => sqrt(A) for A >= 0", exact=False)
+@r(P("rsqrt", P("divide", ALL(1), X("a"))), "rsqrt(1 / A) => sqrt(A) for A >= 0", exact=False,
+   when=_approximate)
 def _rsqrtrecip(ctx, a):
-    if not (is_nonnegative(a) and ctx.opts.approximate_float_rewrites):
+    if not is_nonnegative(a):
         return None
     return ctx.b.unary("sqrt", a)
 
@@ -663,4 +661,4 @@ def _clampclamp(ctx, lo, inner, hi):
     return inner
 
 
-RULES = Rules(_R)
+RULES = Rules(r)

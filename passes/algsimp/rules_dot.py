@@ -6,17 +6,11 @@ import copy
 from hlo_opt.ir.types import is_float, is_integral
 
 from .._build import dot_dims, dot_extra_attrs, scalar_computation
-from .._rewrite import P, Rule, Rules, X
+from .._rewrite import P, RuleList, Rules, X
+from .options import layout_free
 from .predicates import is_all
 
-_R: list[Rule] = []
-
-
-def r(pat, label, exact=True):
-    def deco(fn):
-        _R.append(Rule(pat, fn, label, exact))
-        return fn
-    return deco
+r = RuleList()
 
 
 def _supported_precision(dot) -> bool:
@@ -32,23 +26,29 @@ def _normalize(bld, operand, batch, contracting):
     return bld.maybe_transpose(operand, perm)
 
 
-@r(P("dot", X("lhs"), X("rhs")), "dot with zero elements => 0")
+def _has_zero_elements(d) -> bool:
+    lhs, rhs = d.operands
+    return not (d.shape.num_elements() and lhs.shape.num_elements()
+                and rhs.shape.num_elements())
+
+
+@r(P("dot", X("lhs"), X("rhs"), pred=_has_zero_elements), "dot with zero elements => 0",
+   when=layout_free)
 def _dot_empty(ctx, lhs, rhs):
-    d = ctx.inst
-    if ctx.opts.is_layout_sensitive:
-        return None
-    if d.shape.num_elements() and lhs.shape.num_elements() and rhs.shape.num_elements():
-        return None
-    return ctx.b.scalar_like(d, 0)
+    return ctx.b.scalar_like(ctx.inst, 0)
 
 
-@r(P("dot", X("lhs"), X("rhs")), "dot without contracting dims => multiply(broadcasts)",
-   exact=False)  # a dot accumulates from +0, so a -0 product comes out +0
-def _dot_outer(ctx, lhs, rhs):
+def _no_contracting_dims(d) -> bool:
+    return not d.attr("lhs_contracting_dims", ())
+
+
+@r(P("dot", X("lhs"), X("rhs"), pred=_no_contracting_dims),
+   "dot without contracting dims => multiply(broadcasts)", exact=False,
+   when=lambda o: not o.is_layout_sensitive and o.enable_dot_to_multiply_rewrite)
+def _dot_outer(ctx, lhs, rhs):  # (exact=False: a dot accumulates from +0: -0 comes out +0)
     d = ctx.inst
     lb, lc, rb, rc = dot_dims(d)
-    if ctx.opts.is_layout_sensitive or lc or not ctx.opts.enable_dot_to_multiply_rewrite \
-            or not _supported_precision(d):
+    if not _supported_precision(d):
         return None
     bld = ctx.b
     et = d.shape.element_type
@@ -62,21 +62,27 @@ def _dot_outer(ctx, lhs, rhs):
     return bld.binary("multiply", nl, nr)
 
 
-@r(P("dot", X("lhs"), X("rhs")),
-   "dot where one side has only batch+contracting dims => reduce(multiply)", exact=False)
+def _one_side_batch_and_contracting_only(d) -> bool:
+    lc = d.attr("lhs_contracting_dims", ())
+    if not lc:
+        return False
+    lhs, rhs = d.operands
+    return (len(d.attr("lhs_batch_dims", ())) + len(lc) == lhs.shape.rank
+            or len(d.attr("rhs_batch_dims", ())) + len(d.attr("rhs_contracting_dims", ()))
+            == rhs.shape.rank)
+
+
+@r(P("dot", X("lhs"), X("rhs"), pred=_one_side_batch_and_contracting_only),
+   "dot where one side has only batch+contracting dims => reduce(multiply)", exact=False,
+   when=lambda o: not o.is_layout_sensitive and o.enable_dot_strength_reduction)
 def _dot_strength_reduce(ctx, lhs, rhs):
     d = ctx.inst
     o = ctx.opts
-    if o.is_layout_sensitive or not o.enable_dot_strength_reduction \
-            or not _supported_precision(d):
+    if not _supported_precision(d):
         return None
     lb, lc, rb, rc = dot_dims(d)
-    if not lc:
-        return None
     l_only = len(lb) + len(lc) == lhs.shape.rank
     r_only = len(rb) + len(rc) == rhs.shape.rank
-    if not (l_only or r_only):
-        return None
     if o.executing_on_cpu and not (l_only and r_only):
         return None
     if is_float(d.shape.element_type) and not o.float_reassociation:
@@ -105,14 +111,16 @@ def _dot_strength_reduce(ctx, lhs, rhs):
     return bld.convert(red, et)
 
 
-@r(P("dot", X("lhs"), X("rhs")), "dot of operands with 1-sized dims => dot without them")
+def _operand_with_1_sized_dim(d) -> bool:
+    lhs, rhs = d.operands
+    return 1 in lhs.shape.dims or 1 in rhs.shape.dims
+
+
+@r(P("dot", X("lhs"), X("rhs"), pred=_operand_with_1_sized_dim),
+   "dot of operands with 1-sized dims => dot without them", when=layout_free)
 def _dot_degenerate(ctx, lhs, rhs):
     d = ctx.inst
-    if ctx.opts.is_layout_sensitive:
-        return None
     ls, rs = lhs.shape.dims, rhs.shape.dims
-    if 1 not in ls and 1 not in rs:
-        return None
 
     def mapping(dims):
         out, n = [], 0
@@ -289,4 +297,4 @@ def _conv_to_multiply(ctx, inp, ker):
     return res
 
 
-RULES = Rules(_R)
+RULES = Rules(r)

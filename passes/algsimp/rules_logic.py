@@ -10,22 +10,11 @@ from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_complex, is_float, is_integral, is_unsigned_int
 
-from .._rewrite import CHANGED, P, Rule, Rules, SC, X
-from .predicates import (cast_preserves_values, constant_array, integral, is_all,
+from .._rewrite import CHANGED, P, RuleList, Rules, X
+from .predicates import (ALL, cast_preserves_values, constant_array, is_all,
                          is_nonnegative, is_pred, scalar_value)
 
-_R: list[Rule] = []
-
-
-def r(pat, label, exact=True):
-    def deco(fn):
-        _R.append(Rule(pat, fn, label, exact))
-        return fn
-    return deco
-
-
-def ALL(v, name=None):
-    return X(name, pred=lambda i, v=v: is_all(i, v))
+r = RuleList()
 
 
 def _both_pred(inst):
@@ -462,4 +451,4 @@ def _rp_nop(ctx, x):
     return None
 
 
-RULES = Rules(_R)
+RULES = Rules(r)

@@ -5,18 +5,12 @@ from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.ir.types import is_float
 
 from .._build import dot_dims
-from .._rewrite import P, Rule, Rules, X
+from .._rewrite import P, RuleList, Rules, X
 from .._shape_util import dims_unmodified_by_reshape
+from .options import layout_free
 from .predicates import is_reduction_identity, root_is_binary_of_params, same_literal
 
-_R: list[Rule] = []
-
-
-def r(pat, label, exact=True):
-    def deco(fn):
-        _R.append(Rule(pat, fn, label, exact))
-        return fn
-    return deco
+r = RuleList()
 
 
 def _reduce_parts(red):
@@ -46,25 +40,30 @@ def _reassoc_float(ctx, inst):
 
 
 # ---- reduce -----------------------------------------------------------------------------
-@r(P("reduce"), "reduce of/to zero elements => broadcast(init)")
+def _zero_elements(red) -> bool:
+    return red.operands[0].shape.num_elements() == 0 or _result_shape(red).num_elements() == 0
+
+
+def _keeps_every_element(red) -> bool:
+    return _result_shape(red).num_elements() == red.operands[0].shape.num_elements()
+
+
+@r(P("reduce", pred=_zero_elements), "reduce of/to zero elements => broadcast(init)")
 def _reduce_empty(ctx):
     red = ctx.inst
     inputs, inits = _reduce_parts(red)
-    if inputs[0].shape.num_elements() != 0 and _result_shape(red).num_elements() != 0:
-        return None
     if red.shape.is_tuple():
         return ctx.b.tuple([ctx.b.broadcast(i, s.dims, ())
                             for i, s in zip(inits, red.shape.tuple_shapes)])
     return ctx.b.broadcast(inits[0], red.shape.dims, ())
 
 
-@r(P("reduce"), "reduce that keeps every element => reshape", exact=False)
+@r(P("reduce", pred=_keeps_every_element), "reduce that keeps every element => reshape",
+   exact=False, when=layout_free)
 def _reduce_reshape(ctx):
     red = ctx.inst
     inputs, inits = _reduce_parts(red)
     rs = _result_shape(red)
-    if rs.num_elements() != inputs[0].shape.num_elements() or ctx.opts.is_layout_sensitive:
-        return None
     # XLA assumes the init value is the reducer's identity; we check it.
     if len(inits) != 1 or not is_reduction_identity(inits[0], red.to_apply):
         return None
@@ -443,4 +442,4 @@ def _scatter_empty(ctx):
     return ctx.b.tuple(ops)
 
 
-RULES = Rules(_R)
+RULES = Rules(r)

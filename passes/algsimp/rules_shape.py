@@ -6,19 +6,13 @@ from __future__ import annotations
 
 from hlo_opt.ir.opcodes import is_elementwise
 
-from .._rewrite import CHANGED, P, Rule, Rules, X, remove_dead
+from .._rewrite import CHANGED, P, RuleList, Rules, X, remove_dead
 from .._shape_util import (common_factors, drop_degenerate, inserted_or_deleted_1_dims,
                            reshape_leaves_dims_unmodified)
+from .options import layout_free
 from .predicates import compose_perm, inverse_perm, is_identity_perm
 
-_R: list[Rule] = []
-
-
-def r(pat, label, exact=True):
-    def deco(fn):
-        _R.append(Rule(pat, fn, label, exact))
-        return fn
-    return deco
+r = RuleList()
 
 
 def _dead(i):
@@ -26,18 +20,23 @@ def _dead(i):
 
 
 # ---- broadcast --------------------------------------------------------------------------
-@r(P("broadcast", X("x")), "broadcast(A) => reshape(A) when no elements are added")
+def _adds_no_elements(bc) -> bool:
+    return bc.shape.num_elements() == bc.operands[0].shape.num_elements()
+
+
+@r(P("broadcast", X("x"), pred=_adds_no_elements),
+   "broadcast(A) => reshape(A) when no elements are added")
 def _bcast_as_reshape(ctx, x):
     dims = list(ctx.inst.dimensions)
-    if dims == sorted(dims) and ctx.inst.shape.num_elements() == x.shape.num_elements():
+    if dims == sorted(dims):
         return ctx.b.reshape(x, ctx.inst.shape.dims)
     return None
 
 
-@r(P("broadcast", X("x")), "broadcast(A) => transpose(A) for a pure permutation")
+@r(P("broadcast", X("x"), pred=_adds_no_elements),
+   "broadcast(A) => transpose(A) for a pure permutation")
 def _bcast_as_transpose(ctx, x):
-    s = ctx.inst.shape
-    if s.rank == x.shape.rank and s.num_elements() == x.shape.num_elements():
+    if ctx.inst.shape.rank == x.shape.rank:
         return ctx.b.transpose(x, inverse_perm(ctx.inst.dimensions))
     return None
 
@@ -63,30 +62,34 @@ def _replace_user(ctx, user, new):
     remove_dead(ctx.comp, user, ctx.ctrl_succ)
 
 
+def _scalar_bcast(i) -> bool:
+    return i.opcode == "broadcast" and i.operands[0].shape.rank == 0
+
+
 def _sink_broadcast(ctx, bc):
     """XLA's TryToSinkBroadcastAfterElementwiseOps: op(bcast(A), bcast(B)) =>
     bcast(op(A, B)) when every operand of the user is a scalar or an equal broadcast."""
     x = bc.operands[0]
     changed = False
 
-    def scalar_bcast(i):
-        return i.opcode == "broadcast" and i.operands[0].shape.rank == 0
-
     def equal_bcast(i):
         return (i.opcode == "broadcast" and i.operands[0].shape == x.shape
                 and tuple(i.dimensions) == tuple(bc.dimensions))
 
     for user in bc.users:
-        if user.parent is not ctx.comp or _dead(user) or user.opcode in ("copy", "fusion"):
+        # cheap, side-effect-free tests first: most users take some non-broadcast operand
+        if not is_elementwise(user.opcode) or user.opcode in ("copy", "fusion"):
             continue
-        if not is_elementwise(user.opcode) or user.control_predecessors \
+        if not all(o.opcode == "broadcast" for o in user.operands):
+            continue
+        if user.parent is not ctx.comp or _dead(user) or user.control_predecessors \
                 or user in ctx.ctrl_succ:
             continue
-        if not all(scalar_bcast(o) or equal_bcast(o) for o in user.operands):
+        if not all(_scalar_bcast(o) or equal_bcast(o) for o in user.operands):
             continue
         new_ops = []
         for o in user.operands:
-            if scalar_bcast(o) and not equal_bcast(o):
+            if _scalar_bcast(o) and not equal_bcast(o):
                 new_ops.append(ctx.b.broadcast(o.operands[0], x.shape.dims, ()))
             else:
                 new_ops.append(o.operands[0])
@@ -98,21 +101,46 @@ def _sink_broadcast(ctx, bc):
     return CHANGED if changed else None
 
 
-@r(P("broadcast", X("x")), "elementwise(bcast(A), bcast(B)) => bcast(elementwise(A, B))")
+def _may_sink(bc) -> bool:
+    """A user of ``bc`` passes _sink_broadcast's first (cheap) tests.  (Plain loops: a
+    rule's predicate runs for every broadcast of every sweep, and allocates nothing.)"""
+    if bc.shape.rank == 0:
+        return False
+    for user in bc._users:
+        if is_elementwise(user.opcode) and user.opcode not in ("copy", "fusion"):
+            for o in user.operands:
+                if o.opcode != "broadcast":
+                    break
+            else:
+                return True
+    return False
+
+
+@r(P("broadcast", X("x"), pred=_may_sink),
+   "elementwise(bcast(A), bcast(B)) => bcast(elementwise(A, B))",
+   when=lambda o: o.enable_sink_broadcast)
 def _bcast_sink(ctx, x):
-    if not ctx.opts.enable_sink_broadcast or ctx.inst.shape.rank == 0:
-        return None
     return _sink_broadcast(ctx, ctx.inst)
 
 
 _PERMUTING = frozenset(("reshape", "reverse", "transpose"))
+_SCALAR_BCAST_USERS = _PERMUTING | {"sort", "slice", "dynamic-slice"}
 
 
-@r(P("broadcast", X("x", pred=lambda i: i.shape.rank == 0)),
+def _may_replace_users(bc) -> bool:
+    for u in bc._users:
+        if u.opcode in _SCALAR_BCAST_USERS:
+            return True
+    return False
+
+
+@r(P("broadcast", X("x", pred=lambda i: i.shape.rank == 0), pred=_may_replace_users),
    "reshape/transpose/reverse/slice/dynamic-slice of bcast(scalar) => bcast(scalar)")
 def _bcast_scalar_users(ctx, x):
     bc = ctx.inst
     for user in bc.users:
+        if user.opcode not in _SCALAR_BCAST_USERS:
+            continue
         if user.parent is not ctx.comp or _dead(user) or user.control_predecessors \
                 or user in ctx.ctrl_succ:
             continue
@@ -371,10 +399,9 @@ def _reverse_trivial(ctx, x):
     return x if all(ctx.inst.shape.dims[d] == 1 for d in ctx.inst.dimensions) else None
 
 
-@r(P("reverse", P("reverse", X("a"), name="inner")), "reverse(reverse(A)) => reverse(sym. diff.)")
+@r(P("reverse", P("reverse", X("a"), name="inner")), "reverse(reverse(A)) => reverse(sym. diff.)",
+   when=layout_free)
 def _reverse_reverse(ctx, a, inner):
-    if ctx.opts.is_layout_sensitive:
-        return None
     diff = sorted(set(ctx.inst.dimensions) ^ set(inner.dimensions))
     if not diff:
         return a
@@ -391,10 +418,8 @@ def _scalar_bcast(i):
 
 
 @r(P("reverse", P(_REV_BINARY, X("a"), X("b"), name="op")),
-   "reverse(op(A, bcast(c))) => op(reverse(A), bcast(c))")
+   "reverse(op(A, bcast(c))) => op(reverse(A), bcast(c))", when=layout_free)
 def _reverse_binary(ctx, a, b, op):
-    if ctx.opts.is_layout_sensitive:
-        return None
     dims = ctx.inst.dimensions
     if _scalar_bcast(a):
         return ctx.b.binary(op.opcode, a, ctx.b.reverse(b, dims))
@@ -404,10 +429,9 @@ def _reverse_binary(ctx, a, b, op):
 
 
 @r(P("reverse", P("reshape", X("a"), name="rs")),
-   "reverse(reshape(A)) => reshape(reverse(A)) when the reshape only inserts 1-sized dims")
+   "reverse(reshape(A)) => reshape(reverse(A)) when the reshape only inserts 1-sized dims",
+   when=layout_free)
 def _reverse_reshape(ctx, a, rs):
-    if ctx.opts.is_layout_sensitive:
-        return None
     d = inserted_or_deleted_1_dims(a.shape.dims, rs.shape.dims)
     if d is None or d[0]:
         return None
@@ -476,4 +500,4 @@ def _copy_bitcast(ctx, x):
     return ctx.b.bitcast(x, c.shape)
 
 
-RULES = Rules(_R)
+RULES = Rules(r)

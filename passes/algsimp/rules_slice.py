@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from hlo_opt.ir.types import is_integral
 
-from .._rewrite import CHANGED, P, Rule, Rules, X
+from .._rewrite import P, RuleList, Rules, X
 from .._shape_util import dims_unmodified_by_reshape, inserted_or_deleted_1_dims
-from .predicates import constant_array, inverse_perm, is_all, scalar_value
+from .options import layout_free
+from .predicates import inverse_perm, is_all, scalar_value
 
-_R: list[Rule] = []
-
-
-def r(pat, label, exact=True):
-    def deco(fn):
-        _R.append(Rule(pat, fn, label, exact))
-        return fn
-    return deco
+r = RuleList()
 
 
 def _spec(inst):
@@ -224,10 +218,8 @@ def _concat_empty(ctx):
     return ctx.b.concatenate(nonempty, ctx.inst.dimensions[0])
 
 
-@r(P("concatenate"), "concatenate(A, concatenate(B, C)) => concatenate(A, B, C)")
+@r(P("concatenate"), "concatenate(A, concatenate(B, C)) => concatenate(A, B, C)", when=layout_free)
 def _concat_flatten(ctx):
-    if ctx.opts.is_layout_sensitive:
-        return None
     d = ctx.inst.dimensions[0]
     out = []
     for o in ctx.inst.operands:
@@ -240,10 +232,9 @@ def _concat_flatten(ctx):
     return ctx.b.concatenate(out, d)
 
 
-@r(P("concatenate"), "concatenate(slice(A), slice(A)) of adjacent slices => slice(A)")
+@r(P("concatenate"), "concatenate(slice(A), slice(A)) of adjacent slices => slice(A)",
+   when=layout_free)
 def _concat_adjacent_slices(ctx):
-    if ctx.opts.is_layout_sensitive:
-        return None
     d = ctx.inst.dimensions[0]
     ops = ctx.inst.operands
     new_ops = []
@@ -286,10 +277,8 @@ def _bcast_of_scalar(i):
     return i.opcode == "broadcast" and i.operands[0].shape.rank == 0
 
 
-@r(P("concatenate", X("a"), X("b")), "concatenate(bcast(s), A) => pad(A, s)")
+@r(P("concatenate", X("a"), X("b")), "concatenate(bcast(s), A) => pad(A, s)", when=layout_free)
 def _concat_to_pad(ctx, a, b):
-    if ctx.opts.is_layout_sensitive:
-        return None
     low = _bcast_of_scalar(a)
     high = _bcast_of_scalar(b)
     if not (low or high):
@@ -303,10 +292,9 @@ def _concat_to_pad(ctx, a, b):
     return ctx.b.pad(a, b.operands[0], cfg)
 
 
-@r(P("concatenate"), "concatenate(A, A, ..., A) of 1-sized dim => broadcast(reshape(A))")
+@r(P("concatenate"), "concatenate(A, A, ..., A) of 1-sized dim => broadcast(reshape(A))",
+   when=layout_free)
 def _concat_repeat(ctx):
-    if ctx.opts.is_layout_sensitive:
-        return None
     ops = ctx.inst.operands
     d = ctx.inst.dimensions[0]
     if len(ops) < 2 or any(o is not ops[0] for o in ops) or ops[0].shape.dims[d] != 1:
@@ -381,17 +369,36 @@ def _ds_sizes(inst):
     return list(inst.attr("dynamic_slice_sizes"))
 
 
+def _scalar_indices(i) -> bool:
+    """One scalar start index per dimension: the rules below need that form (an index
+    vector, the old form, is dynamic-index-splitter's to rewrite first, as in XLA)."""
+    ops = i.operands
+    first = 1 if i.opcode == "dynamic-slice" else 2
+    return len(ops) == first + ops[0].shape.rank and \
+        all(o.shape.rank == 0 for o in ops[first:])
+
+
+def DS(*src, **kw):
+    """A dynamic-slice with scalar start indices."""
+    return P("dynamic-slice", *src, pred=_scalar_indices, **kw)
+
+
+def DUS(*src, **kw):
+    """A dynamic-update-slice with scalar start indices."""
+    return P("dynamic-update-slice", *src, pred=_scalar_indices, **kw)
+
+
 @r(P("dynamic-slice", pred=lambda i: i.shape.rank == 0), "dynamic-slice of a scalar => A")
 def _ds_scalar(ctx):
     return ctx.inst.operands[0]
 
 
-@r(P("dynamic-slice"), "dynamic-slice(A) => A when it takes everything")
+@r(DS(), "dynamic-slice(A) => A when it takes everything")
 def _ds_full(ctx):
     return ctx.inst.operands[0]
 
 
-@r(P("dynamic-slice"), "dynamic-slice index of a full-size dim => 0")
+@r(DS(), "dynamic-slice index of a full-size dim => 0")
 def _ds_full_dims(ctx):
     ds = ctx.inst
     op = ds.operands[0]
@@ -407,7 +414,7 @@ def _ds_full_dims(ctx):
     return ctx.b.clone(ds, ops)
 
 
-@r(P("dynamic-slice", P("broadcast", X("a"), name="bc"), rest=True),
+@r(DS(P("broadcast", X("a"), name="bc"), rest=True),
    "dynamic-slice(broadcast(A)) => broadcast(dynamic-slice(A))")
 def _ds_bcast(ctx, a, bc):
     ds = ctx.inst
@@ -418,7 +425,7 @@ def _ds_bcast(ctx, a, bc):
     return ctx.b.broadcast(inner, ds.shape.dims, bc.dimensions)
 
 
-@r(P("dynamic-slice", P("reshape", X("a"), name="rs"), rest=True),
+@r(DS(P("reshape", X("a"), name="rs"), rest=True),
    "dynamic-slice(reshape(A)) => reshape(dynamic-slice(A)) for 1-dim reshapes")
 def _ds_reshape(ctx, a, rs):
     ds = ctx.inst
@@ -437,7 +444,7 @@ def _ds_reshape(ctx, a, rs):
     return ctx.b.reshape(ctx.b.dynamic_slice(a, starts, sizes), ds.shape.dims)
 
 
-@r(P("dynamic-slice", P("transpose", X("a"), name="tr"), rest=True),
+@r(DS(P("transpose", X("a"), name="tr"), rest=True),
    "dynamic-slice(transpose(A)) => transpose(dynamic-slice(A))")
 def _ds_transpose(ctx, a, tr):
     ds = ctx.inst
@@ -450,7 +457,7 @@ def _ds_transpose(ctx, a, tr):
     return ctx.b.transpose(new, tr.dimensions)
 
 
-@r(P("dynamic-slice"), "dynamic-slice with constant indices => slice")
+@r(DS(), "dynamic-slice with constant indices => slice")
 def _ds_const(ctx):
     ds = ctx.inst
     op = ds.operands[0]
@@ -470,7 +477,7 @@ def _ds_const(ctx):
     return ctx.b.slice(op, starts, limits)
 
 
-@r(P("dynamic-slice", P("dynamic-slice", name="inner"), rest=True),
+@r(DS(DS(name="inner"), rest=True),
    "dynamic-slice(dynamic-slice(A, i), j) => dynamic-slice(A, clamp(i) + j)")
 def _ds_ds(ctx, inner):
     ds = ctx.inst
@@ -495,8 +502,7 @@ def _clamp_index(bld, idx, hi):
 
 
 # ---- dynamic-update-slice ------------------------------------------------------------------
-@r(P("dynamic-update-slice", P("broadcast", X("v", pred=lambda i: i.shape.rank == 0)), X("u"),
-     rest=True),
+@r(DUS(P("broadcast", X("v", pred=lambda i: i.shape.rank == 0)), X("u"), rest=True),
    "dynamic-update-slice(bcast(v), U, const) => pad(U, v)")
 def _dus_pad(ctx, v, u):
     dus = ctx.inst
@@ -515,13 +521,13 @@ def _dus_pad(ctx, v, u):
     return ctx.b.pad(u, v, cfg)
 
 
-@r(P("dynamic-update-slice", X(), X("u"), rest=True),
+@r(DUS(X(), X("u"), rest=True),
    "dynamic-update-slice(A, U) => U when U covers A")
 def _dus_full(ctx, u):
     return u
 
 
-@r(P("dynamic-update-slice", X(), X("u"), rest=True),
+@r(DUS(X(), X("u"), rest=True),
    "dynamic-update-slice index of a full-size dim => 0")
 def _dus_full_dims(ctx, u):
     dus = ctx.inst
@@ -537,16 +543,14 @@ def _dus_full_dims(ctx, u):
     return ctx.b.clone(dus, ops)
 
 
-@r(P("dynamic-update-slice", X("a"), X("u", pred=lambda i: i.shape.num_elements() == 0),
-     rest=True),
+@r(DUS(X("a"), X("u", pred=lambda i: i.shape.num_elements() == 0), rest=True),
    "dynamic-update-slice(A, zero-element U) => A")
 def _dus_empty(ctx, a, u):
     return a
 
 
-@r(P("dynamic-update-slice", X("a"),
-     P("dynamic-update-slice", P("dynamic-slice", X("a"), name="ds", rest=True), X("c"),
-       name="inner", rest=True), rest=True),
+@r(DUS(X("a"), DUS(DS(X("a"), name="ds", rest=True), X("c"), name="inner", rest=True),
+       rest=True),
    "dus(A, dus(ds(A, i), C, j), i) => dus(A, C, i + clamp(j))")
 def _dus_dus(ctx, a, ds, c, inner):
     dus = ctx.inst
@@ -564,4 +568,4 @@ def _dus_dus(ctx, a, ds, c, inner):
     return bld.dynamic_update_slice(a, c, ops[2:])
 
 
-RULES = Rules(_R)
+RULES = Rules(r)

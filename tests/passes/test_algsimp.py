@@ -258,3 +258,21 @@ def test_layout_sensitive_bitcasts(label, fires, body, tin, tout):
     assert np.array_equal(expected[0], actual[0])
     _, p2, _ = _run(text)  # layout insensitive: never a bitcast
     assert p2.last_fired[label] == 0
+
+
+def test_dynamic_slices_with_an_index_vector_are_left_alone():
+    """The old form (one start-index vector) is dynamic-index-splitter's to rewrite; the
+    per-dimension rules used to index past the operands on it."""
+    text = """HloModule v
+ENTRY %main (x: f32[5,7], i: s32[2], u: f32[2,3]) -> (f32[2,3], f32[5,7]) {
+  %x = f32[5,7] parameter(0)
+  %i = s32[2] parameter(1)
+  %u = f32[2,3] parameter(2)
+  %d = f32[2,3] dynamic-slice(%x, %i), dynamic_slice_sizes={2,3}
+  %w = f32[5,7] dynamic-update-slice(%x, %u, %i)
+  ROOT %t = (f32[2,3], f32[5,7]) tuple(%d, %w)
+}
+"""
+    m, p, changed = _run(text)
+    assert not changed and not p.last_fired
+    assert m.to_text() == parse_hlo(text).to_text()
