@@ -109,6 +109,11 @@ class DebugOptions:
     xla_gpu_exhaustive_tiling_search: bool = False
     xla_gpu_gemm_rewrite_size_threshold: int = 100
     xla_gpu_dot_merger_threshold_mb: int = 32
+    xla_gpu_all_reduce_combine_threshold_bytes: int = 30 * 1024 * 1024 + 7
+    xla_gpu_all_gather_combine_threshold_bytes: int = 30 * 1024 * 1024 + 7
+    xla_gpu_reduce_scatter_combine_threshold_bytes: int = 30 * 1024 * 1024 + 7
+    xla_gpu_enable_all_gather_combine_by_dim: bool = False
+    xla_gpu_enable_reduce_scatter_combine_by_dim: bool = False
     xla_gpu_enable_priority_fusion: bool = True
     xla_gpu_enable_reduction_epilogue_fusion: bool = True
     xla_gpu_enable_latency_hiding_scheduler: bool = False

@@ -3,6 +3,9 @@
     exe = Interpreter(module)          # plans are cached per computation
     leaves = exe.run([x, w])           # list of numpy arrays: the result's leaves in order
 
+    # several replicas / partitions, one thread each (replicas.py):
+    per_device = execute_replicated(module, [args_dev0, args_dev1], num_replicas=2)
+
 Handlers live in small modules by family and register themselves in ``registry``; any
 ``ops_*.py`` module of this package is imported automatically, so a new family is one
 new file.
@@ -19,6 +22,9 @@ from ...errors import HloError
 from . import collectives, control, convert, elementwise, linalg, movement, reduction  # noqa: F401
 from .evaluator import Evaluator, InterpreterError
 from .registry import FAST, HANDLERS, register, register_fast
+from .replicas import (CollectiveAbortedError, CollectiveDeadlockError, CollectiveError,
+                       CollectiveTimeoutError, ReplicaGroupError, ReplicatedInterpreter,
+                       execute_replicated)
 from .values import TOKEN, leaves, shape_mismatch
 
 
@@ -115,5 +121,7 @@ def _own(value, borrowed: set[int]):
     return np.array(value, copy=True)
 
 
-__all__ = ["Evaluator", "FAST", "HANDLERS", "IMPORT_FAILURES", "Interpreter",
-           "InterpreterError", "TOKEN", "execute", "register", "register_fast"]
+__all__ = ["CollectiveAbortedError", "CollectiveDeadlockError", "CollectiveError",
+           "CollectiveTimeoutError", "Evaluator", "FAST", "HANDLERS", "IMPORT_FAILURES",
+           "Interpreter", "InterpreterError", "ReplicaGroupError", "ReplicatedInterpreter",
+           "TOKEN", "execute", "execute_replicated", "register", "register_fast"]
