@@ -79,6 +79,20 @@ def _bump(dims: list, above: int) -> list:
     return [d + 1 if d > above else d for d in dims]
 
 
+def _split_off_groups(b, x, dim: int, groups: int):
+    """``x`` with dimension ``dim`` split into [groups, size / groups]."""
+    sizes = list(x.shape.dims)
+    sizes[dim] //= groups
+    sizes.insert(dim, groups)
+    return b.reshape(x, sizes)
+
+
+def _with_group_dim(spatial: list, split: int, other: int):
+    """(spatial dims, split dim, other dim) of one side once a group dim is inserted at
+    ``split`` (the split dim moves up one): the group dim is the last spatial dim."""
+    return _bump(spatial, split) + [split], split + 1, (other + 1 if other > split else other)
+
+
 def _mask_ids(group_size: int, group_count: int) -> list[int]:
     """GetMaskIds: group_count groups of group_size copies of the group's id."""
     return [i for i in range(group_count) for _ in range(group_size)]
@@ -131,8 +145,39 @@ class _Converter:
         b2 = b.broadcast(m2, dims, [kof])
         return b.compare(b1, b2, "EQ")
 
-    def zeros(self, et: str, dims):
-        return self.b.broadcast(self.b.scalar(0, et), dims, [])
+    def masked(self, make_value, shape: Shape, grown: int, other: int, groups: int):
+        """``make_value()`` (``shape`` with dim ``grown`` made ``groups`` times larger) with
+        zeros where the group along ``grown`` is not the group along ``other`` (the mask is
+        built first, as in XLA)."""
+        mask = self.expanded_filter_mask(shape, grown, other, groups)
+        value = make_value()
+        zeros = self.b.broadcast(self.b.scalar(0, value.shape.element_type),
+                                 value.shape.dims, [])
+        return self.b.select(mask, value, zeros)
+
+    def groups_as_spatial_dim(self, conv, dn: DimNumbers, groups: int, split_feature: bool,
+                              fgc: int) -> bool:
+        """The G groups become an extra (last) spatial dimension: split off the input
+        batch (batch groups) or input features (feature groups), the kernel's output
+        features and the output features, swept by a window of size G, stride G-1 over a
+        base dilation of G (input slice g meets kernel slice g only); the result is
+        reshaped back.  The new convolution keeps ``fgc`` feature groups."""
+        b = self.b
+        activation, filt = conv.operands
+        if split_feature:
+            activation = _split_off_groups(b, activation, dn.if_, groups)
+            dn.isp, dn.if_, dn.ib = _with_group_dim(dn.isp, dn.if_, dn.ib)
+        else:
+            activation = _split_off_groups(b, activation, dn.ib, groups)
+            dn.isp, dn.ib, dn.if_ = _with_group_dim(dn.isp, dn.ib, dn.if_)
+        filt = _split_off_groups(b, filt, dn.kof, groups)
+        dn.ksp, dn.kof, dn.kif = _with_group_dim(dn.ksp, dn.kof, dn.kif)
+        dn.osp, dn.of, dn.ob = _with_group_dim(dn.osp, dn.of, dn.ob)
+        window = copy.deepcopy(conv.attr("window") or Window([]))
+        window.dims.append(WindowDim(size=groups, stride=groups - 1, base_dilation=groups))
+        new = self.conv(conv, activation, filt, fgc, 1, window, dn, derived=True)
+        replace_instruction(self.comp, conv, b.reshape(new, conv.shape.dims))
+        return True
 
     # ---- batch groups --------------------------------------------------------------------
     def batch_groups(self, conv) -> bool:
@@ -142,47 +187,21 @@ class _Converter:
         b = self.b
         dn = DimNumbers.of_labels(conv.attr("dim_labels"))
         activation, filt = conv.operands
-        ib, if_ = dn.ib, dn.if_
         ob, of = dn.ob, dn.of
-        kif, kof = dn.kif, dn.kof
-        input_batch = activation.shape.dims[ib]
-        output_feature = filt.shape.dims[kof]
+        input_batch = activation.shape.dims[dn.ib]
+        output_feature = filt.shape.dims[dn.kof]
         if output_feature != bgc or input_batch != bgc:
-            sizes = list(activation.shape.dims)
-            sizes[ib] //= bgc
-            sizes.insert(ib, bgc)
-            activation = b.reshape(activation, sizes)
-            dn.isp = _bump(dn.isp, ib) + [ib]
-            dn.ib = ib + 1
-            if if_ > ib:
-                dn.if_ = if_ + 1
-            ksizes = list(filt.shape.dims)
-            ksizes[kof] //= bgc
-            ksizes.insert(kof, bgc)
-            filt = b.reshape(filt, ksizes)
-            dn.ksp = _bump(dn.ksp, kof) + [kof]
-            dn.kof = kof + 1
-            if kif > kof:
-                dn.kif = kif + 1
-            dn.osp = _bump(dn.osp, of) + [of]
-            dn.of = of + 1
-            if ob > of:
-                dn.ob = ob + 1
-            window = copy.deepcopy(conv.attr("window") or Window([]))
-            window.dims.append(WindowDim(size=bgc, stride=bgc - 1, base_dilation=bgc))
-            new = self.conv(conv, activation, filt, conv.attr("feature_group_count", 1) or 1,
-                            1, window, dn, derived=True)
-            replace_instruction(self.comp, conv, b.reshape(new, conv.shape.dims))
-            return True
+            fgc = conv.attr("feature_group_count", 1) or 1
+            return self.groups_as_spatial_dim(conv, dn, bgc, split_feature=False, fgc=fgc)
         if self.is_cost_viable(conv) and not self.filter_expansion:
             return False
-        mask = self.expanded_filter_mask(conv.shape, ob, of, bgc)
         expanded = list(conv.shape.dims)
         expanded[ob] *= bgc
         et = conv.shape.element_type
-        new = self.conv(conv, activation, filt, 1, 1, conv.attr("window") or Window([]), dn,
-                        shape=Shape.array(et, expanded))
-        new_filter = b.select(mask, new, self.zeros(et, expanded))
+        new_filter = self.masked(
+            lambda: self.conv(conv, activation, filt, 1, 1, conv.attr("window") or Window([]),
+                              dn, shape=Shape.array(et, expanded)),
+            conv.shape, ob, of, bgc)
         reduce_type = et
         if BIT_WIDTH[et] < 32:
             reduce_type = "f32"
@@ -217,48 +236,20 @@ class _Converter:
             if not self.filter_expansion and depthwise:
                 return False
             if not self.is_cost_viable(conv) or self.filter_expansion:
-                mask = self.expanded_filter_mask(filt.shape, kif, kof, groups)
                 expanded = list(filt.shape.dims)
                 expanded[kif] *= groups
-                reshaped = b.reshape(filt, [d for i, d in enumerate(filt.shape.dims)
-                                            if i != kif])
-                bfilter = b.broadcast(reshaped, expanded,
-                                      [i for i in range(filt.shape.rank) if i != kif])
-                et = filt.shape.element_type
-                new_filter = b.select(mask, bfilter, self.zeros(et, expanded))
+                kept = [i for i in range(filt.shape.rank) if i != kif]
+                new_filter = self.masked(
+                    lambda: b.broadcast(b.reshape(filt, [filt.shape.dims[i] for i in kept]),
+                                        expanded, kept),
+                    filt.shape, kif, kof, groups)
                 new = self.conv(conv, activation, new_filter, 1, 1, window, dn,
                                 shape=conv.shape)
                 replace_instruction(self.comp, conv, new)
                 return True
             return self._depthwise_spatial(conv, dn, activation, filt, groups, window)
         # General grouped convolution: G becomes an extra spatial dimension.
-        sizes = list(activation.shape.dims)
-        ifd = dn.if_
-        sizes[ifd] //= groups
-        sizes.insert(ifd, groups)
-        activation = b.reshape(activation, sizes)
-        dn.isp = _bump(dn.isp, ifd) + [ifd]
-        dn.if_ = ifd + 1
-        if dn.ib > ifd:
-            dn.ib += 1
-        ksizes = list(filt.shape.dims)
-        ksizes[kof] //= groups
-        ksizes.insert(kof, groups)
-        filt = b.reshape(filt, ksizes)
-        dn.ksp = _bump(dn.ksp, kof) + [kof]
-        dn.kof = kof + 1
-        if dn.kif > kof:
-            dn.kif += 1
-        of = dn.of
-        dn.osp = _bump(dn.osp, of) + [of]
-        dn.of = of + 1
-        if dn.ob > of:
-            dn.ob += 1
-        window = copy.deepcopy(window)
-        window.dims.append(WindowDim(size=groups, stride=groups - 1, base_dilation=groups))
-        new = self.conv(conv, activation, filt, 1, 1, window, dn, derived=True)
-        replace_instruction(self.comp, conv, b.reshape(new, conv.shape.dims))
-        return True
+        return self.groups_as_spatial_dim(conv, dn, groups, split_feature=True, fgc=1)
 
     def _depthwise_spatial(self, conv, dn, activation, filt, groups, window) -> bool:
         """Depthwise with cost model viable and no filter expansion: keep the groups and

@@ -208,7 +208,8 @@ class SliceSpec:
 
 @dataclass
 class ConvDimLabels:
-    """``dim_labels=b01f_01io->b01f`` as ConvolutionDimensionNumbers."""
+    """``dim_labels=b01f_01io->b01f`` as ConvolutionDimensionNumbers (``?`` marks a
+    dimension the numbers do not name: cuDNN's vectorized-feature dim, ``b01f?``)."""
     input_batch: int
     input_feature: int
     input_spatial: list[int]
@@ -222,7 +223,7 @@ class ConvDimLabels:
 
     @staticmethod
     def parse(text: str) -> "ConvDimLabels":
-        m = re.fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", text.strip())
+        m = re.fullmatch(r"([0-9bf?]+)_([0-9io?]+)->([0-9bf?]+)", text.strip())
         if not m:
             raise AttrSyntaxError(f"bad dim_labels '{text}'")
         lhs, rhs, out = m.groups()

@@ -1,4 +1,23 @@
-"""Convolution dimension numbers and windows as plain data, for the cuDNN rewriters."""
+"""What the cuDNN convolution passes share: call targets, dimension numbers and windows as
+plain data, the cuDNN custom-call builder, and the small graph edits around a call.
+
+A cuDNN convolution call (``__cudnn$conv*``) returns ``(result, u8[scratch])``; its
+``window``, ``dim_labels`` and ``feature_group_count`` describe the *forward*
+convolution (XLA's CudnnConvKind):
+
+=====================  =====================  ================  ===============
+kind                   operand 0              operand 1         result
+=====================  =====================  ================  ===============
+forward (+ activation) input                  filter            output
+backward input         output (gradient)      filter            input (gradient)
+backward filter        input                  output (gradient) filter (gradient)
+=====================  =====================  ================  ===============
+
+``dim_labels`` may carry a ``?``: the vectorized-feature dimension of cuDNN's NCHW_VECT_C
+layout (``bf?01``), the one dimension the numbers do not name (FindVectorizedFeatureDims);
+like XLA, the labels print only up to the largest named dimension, so a trailing vector
+dim has no ``?``.
+"""
 from __future__ import annotations
 
 import json
@@ -7,19 +26,41 @@ from dataclasses import dataclass, field
 from hlo_opt.ir.attributes import Window, WindowDim
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
+from hlo_opt.ir.types import is_integral
+
+from ._graph import add_gte, remove_dead_operands
 
 CONV_FORWARD = "__cudnn$convForward"
 CONV_BACKWARD_INPUT = "__cudnn$convBackwardInput"
 CONV_BACKWARD_FILTER = "__cudnn$convBackwardFilter"
 CONV_BIAS_ACTIVATION = "__cudnn$convBiasActivationForward"
 CONV_TARGETS = (CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_FILTER, CONV_BIAS_ACTIVATION)
+FORWARD_TARGETS = (CONV_FORWARD, CONV_BIAS_ACTIVATION)
 _NAMES = {CONV_FORWARD: "cudnn-conv", CONV_BACKWARD_INPUT: "cudnn-conv-bw-input",
           CONV_BACKWARD_FILTER: "cudnn-conv-bw-filter",
           CONV_BIAS_ACTIVATION: "cudnn-conv-bias-activation"}
 
 
+def _labels_text(a: int, a_ch: str, b: int, b_ch: str, spatial) -> str:
+    """One side of dim_labels, as long as its largest named dimension needs (XLA's
+    ConvolutionDimensionNumbersToString: unnamed dims in between print as ``?``)."""
+    chars = ["?"] * (max(a, b, *spatial) + 1)
+    chars[a] = a_ch
+    chars[b] = b_ch
+    for i, s in enumerate(spatial):
+        chars[s] = str(i)
+    return "".join(chars)
+
+
+def _missing_dim(rank: int, named) -> int | None:
+    """FindVectorizedDim: the first dimension below ``rank`` not in ``named``."""
+    named = set(named)
+    return next((d for d in range(rank) if d not in named), None)
+
+
 @dataclass
 class DimNums:
+    """ConvolutionDimensionNumbers, mutable."""
     input_batch: int
     input_feature: int
     input_spatial: list[int]
@@ -37,23 +78,32 @@ class DimNums:
                        d.kernel_input_feature, d.kernel_output_feature, list(d.kernel_spatial),
                        d.output_batch, d.output_feature, list(d.output_spatial))
 
+    def copy(self) -> "DimNums":
+        return DimNums(self.input_batch, self.input_feature, list(self.input_spatial),
+                       self.kernel_input_feature, self.kernel_output_feature,
+                       list(self.kernel_spatial), self.output_batch, self.output_feature,
+                       list(self.output_spatial))
+
     def to_text(self) -> str:
-        def labels(rank, a, a_ch, b, b_ch, spatial):
-            chars = ["?"] * rank
-            chars[a] = a_ch
-            chars[b] = b_ch
-            for i, s in enumerate(spatial):
-                chars[s] = str(i)
-            return "".join(chars)
-        n = len(self.input_spatial) + 2
-        return (labels(n, self.input_batch, "b", self.input_feature, "f", self.input_spatial)
-                + "_" + labels(n, self.kernel_input_feature, "i", self.kernel_output_feature,
-                               "o", self.kernel_spatial)
-                + "->" + labels(n, self.output_batch, "b", self.output_feature, "f",
-                                self.output_spatial))
+        return (_labels_text(self.input_batch, "b", self.input_feature, "f",
+                             self.input_spatial)
+                + "_" + _labels_text(self.kernel_input_feature, "i",
+                                     self.kernel_output_feature, "o", self.kernel_spatial)
+                + "->" + _labels_text(self.output_batch, "b", self.output_feature, "f",
+                                      self.output_spatial))
+
+    def vectorized_dims(self, input_rank: int, kernel_rank: int, output_rank: int):
+        """FindVectorizedFeatureDims: the unnamed dimension of each side, or None."""
+        return (_missing_dim(input_rank, [self.input_batch, self.input_feature,
+                                          *self.input_spatial]),
+                _missing_dim(kernel_rank, [self.kernel_input_feature,
+                                           self.kernel_output_feature, *self.kernel_spatial]),
+                _missing_dim(output_rank, [self.output_batch, self.output_feature,
+                                           *self.output_spatial]))
 
 
 def window_of(inst: Instruction) -> Window:
+    """A private copy of the instruction's window (callers edit it)."""
     w = inst.attr("window")
     if w is None:
         return Window([])
@@ -61,6 +111,30 @@ def window_of(inst: Instruction) -> Window:
                              d.window_dilation, d.window_reversal) for d in w.dims])
 
 
+def has_dilation(w: Window) -> bool:
+    return any(d.base_dilation != 1 or d.window_dilation != 1 for d in w.dims)
+
+
+def has_symmetric_padding(w: Window) -> bool:
+    return all(d.padding_low == d.padding_high for d in w.dims)
+
+
+def has_negative_padding(w: Window) -> bool:
+    return any(d.padding_low < 0 or d.padding_high < 0 for d in w.dims)
+
+
+def padding_high_for(low: int, min_high: int, stride: int) -> int:
+    """The high padding a backward convolution gets (XLA's conv_rewriter): every amount
+    in [min_high, min_high + stride - 1] gives the same result; cuDNN wants it equal to
+    ``low``, else the valid amount closest to ``low`` (gpu-conv-padding-legalization then
+    evens it out)."""
+    max_high = min_high + stride - 1
+    if min_high <= low <= max_high:
+        return low
+    return min_high if low < min_high else max_high
+
+
+# ---- the custom call -----------------------------------------------------------------------
 def default_conv_config() -> str:
     return json.dumps({"operation_queue_id": "0", "wait_on_operation_queues": [],
                        "cudnn_conv_backend_config": {
@@ -74,12 +148,17 @@ def conv_config(inst: Instruction) -> dict:
     return read_config(inst)
 
 
+def config_text(config: dict) -> str:
+    return json.dumps(config, separators=(",", ":"))
+
+
 def make_cudnn_conv(comp, target: str, result: Shape, lhs: Instruction, rhs: Instruction,
                     window: Window, dnums: DimNums, feature_group_count: int,
                     metadata: str | None, extra_operands=(), config: str | None = None,
                     scratch: int = 0) -> Instruction:
     """``(result, u8[scratch]) custom-call(lhs, rhs, ...)`` as XLA's CreateGpuConv."""
-    attrs = {"window": window.to_text(), "dim_labels": dnums.to_text()}
+    attrs = {"window": window.to_text()} if window.dims else {}   # XLA prints no empty one
+    attrs["dim_labels"] = dnums.to_text()
     if feature_group_count != 1:
         attrs["feature_group_count"] = str(feature_group_count)
     attrs["custom_call_target"] = json.dumps(target)
@@ -91,5 +170,98 @@ def make_cudnn_conv(comp, target: str, result: Shape, lhs: Instruction, rhs: Ins
                     attrs=attrs)
 
 
+def clone_conv(comp, conv: Instruction, operands, result: Shape | None = None,
+               window: Window | None = None, dnums: DimNums | None = None,
+               config: str | None = None) -> Instruction:
+    """``conv`` with other operands (and, given, another result array shape, window, dim
+    labels or backend config), under the same name once ``conv`` is gone."""
+    attrs = dict(conv.attrs)
+    if window is not None:
+        attrs["window"] = window.to_text()
+    if dnums is not None:
+        attrs["dim_labels"] = dnums.to_text()
+    if config is not None:
+        attrs["backend_config"] = config
+    shape = conv.shape
+    if result is not None:
+        shape = Shape.tuple([result, *conv.shape.tuple_shapes[1:]])
+    return comp.add("custom-call", shape, list(operands), name=conv.name, attrs=attrs)
+
+
 def is_cudnn_conv(inst: Instruction, targets=CONV_TARGETS) -> bool:
     return inst.opcode == "custom-call" and inst.custom_call_target in targets
+
+
+# ---- replacing a call or a value -----------------------------------------------------------
+def replace_call(comp, old: Instruction, new: Instruction) -> None:
+    """Every use of the call ``old`` reads ``new`` (a call or a tuple of the same shape);
+    ``old`` and operands only it used are removed."""
+    operands = list(old.operands)
+    was_root = old.is_root
+    old.replace_all_uses_with(new)
+    if was_root:
+        comp.root = new
+    remove_dead_operands(comp, [old])
+    remove_dead_operands(comp, operands)
+
+
+def replace_with_result(comp, value: Instruction, call: Instruction) -> Instruction:
+    """Every use of ``value`` reads ``get-tuple-element(call, 0)`` instead; ``value`` and
+    operands only it used are removed.  Returns the get-tuple-element."""
+    gte = add_gte(comp, call, 0)
+    replace_call(comp, value, gte)
+    return gte
+
+
+def sliced_result(comp, call: Instruction, result: Shape, starts, limits) -> Instruction:
+    """``tuple(slice(gte(call, 0)), gte(call, 1))``: a call whose result is larger than
+    ``result`` made to look like one with ``result`` (what the padding passes put in place
+    of the call they grow)."""
+    from passes._build import Builder
+    b = Builder(comp)
+    value = b.gte(call, 0)
+    sliced = b.slice(value, starts, limits)
+    sliced.shape = result
+    return b.tuple([sliced] + [b.gte(call, i) for i in range(1, len(call.shape.tuple_shapes))])
+
+
+class ComputeCapabilityPass:
+    """A pass for one GPU (XLA constructs these with a se::CudaComputeCapability): the one
+    given, else the module's ``device_info`` (default: hlo_opt.analysis.device's)."""
+
+    def __init__(self, compute_capability=None):
+        self.compute_capability = compute_capability
+
+    def target(self, module) -> tuple[int, int]:
+        from ._options import device_for
+        return tuple(self.compute_capability or device_for(module).compute_capability)
+
+
+# ---- integer convolutions ------------------------------------------------------------------
+def supports_optimized_integer_conv(conv: Instruction, compute_capability,
+                                    vector_size: int) -> bool:
+    """CudnnSupportsOptimizedIntegerConvolution: can cuDNN run ``conv`` as an int8x4 or
+    int8x32 (``vector_size``) convolution on this GPU?"""
+    cc = tuple(compute_capability)
+    if vector_size not in (4, 32) or cc < (6, 1) or (vector_size == 32 and cc < (7, 5)):
+        return False
+    if conv.custom_call_target not in FORWARD_TARGETS:
+        return False
+    x, w = conv.operands[0].shape, conv.operands[1].shape
+    result = conv.shape.tuple_shapes[0]
+    if not (is_integral(x.element_type) and is_integral(w.element_type)):
+        return False
+    dn = DimNums.of(conv)
+    if not (len(dn.input_spatial) == len(dn.kernel_spatial) == len(dn.output_spatial) == 2):
+        return False
+    window = window_of(conv)
+    if vector_size == 32:
+        if not is_integral(result.element_type):
+            return False
+        # cuDNN's int8x32 algorithm needs W > (R-1) * dilation and H > (S-1) * dilation
+        for k in range(2):
+            size = x.dims[dn.input_spatial[k]]
+            kernel = w.dims[dn.kernel_spatial[k]]
+            if size <= (kernel - 1) * window.dims[k].base_dilation:
+                return False
+    return not has_dilation(window)

@@ -15,14 +15,13 @@ The call computes ``act(conv_result_scale * conv(x, w) + side_input_scale * side
 """
 from __future__ import annotations
 
-import json
-
 from hlo_opt.ir.shape import Shape
 
 from ..registry import register
-from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, DimNums, conv_config,
-                         is_cudnn_conv, make_cudnn_conv, window_of)
-from ._graph import add_gte, fusible_computations, remove_dead_operands
+from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, DimNums, config_text,
+                         conv_config, is_cudnn_conv, make_cudnn_conv, replace_call,
+                         replace_with_result, window_of)
+from ._graph import fusible_computations
 
 _TYPES = frozenset({"f16", "bf16", "f32"})
 
@@ -74,34 +73,19 @@ class _Rewriter:
         config = conv_config(conv)
         new = make_cudnn_conv(comp, CONV_BIAS_ACTIVATION, out, conv.operands[0], conv.operands[1],
                               window_of(conv), dn, conv.attr("feature_group_count", 1),
-                              conv.attrs.get("metadata"), [bias],
-                              json.dumps(config, separators=(",", ":")))
-        self._swap(conv, new)
+                              conv.attrs.get("metadata"), [bias], config_text(config))
+        replace_call(comp, conv, new)
         return new
-
-    def _swap(self, old, new) -> None:
-        for u in old.users:
-            u.replace_operand_with(old, new)
-        if old.is_root:
-            self.comp.root = new
-        remove_dead_operands(self.comp, [old])
 
     def _with(self, conv, operands, config: dict):
         new = make_cudnn_conv(self.comp, CONV_BIAS_ACTIVATION, conv.shape.tuple_shapes[0],
                               operands[0], operands[1], window_of(conv), DimNums.of(conv),
                               conv.attr("feature_group_count", 1), conv.attrs.get("metadata"),
-                              operands[2:], json.dumps(config, separators=(",", ":")))
+                              operands[2:], config_text(config))
         return new
 
     def _replace_value(self, inst, conv_new) -> None:
-        gte = add_gte(self.comp, conv_new, 0)
-        was_root = inst.is_root
-        ops = list(inst.operands)
-        inst.replace_all_uses_with(gte)
-        if was_root:
-            self.comp.root = gte
-        remove_dead_operands(self.comp, [inst])
-        remove_dead_operands(self.comp, ops)
+        replace_with_result(self.comp, inst, conv_new)
         self.changed = True
 
     def handle_add(self, inst) -> None:

@@ -1,19 +1,16 @@
 """custom-call: a table ``custom_call_target -> handler`` for the targets our own passes
 emit; any other target is an UnsupportedError that names it.
 
-* ``__cublas$gemm`` / ``__cublas$lt$matmul`` (GemmRewriter): ``backend_config`` holds
-  ``gemm_backend_config`` with ``alpha_real``/``alpha_imag``, ``beta``,
-  ``dot_dimension_numbers`` and ``epilogue``.  Operands: lhs, rhs, then the addend C when
-  ``beta != 0``, then the bias vector when the epilogue has BIAS.  Result:
-  ``epilogue(alpha * dot(lhs, rhs) + beta * C [+ bias])`` where the bias broadcasts along
-  the last dim, RELU is ``max(x, 0)`` and GELU the tanh approximation XLA fuses.  A tuple
-  result gets zero-filled workspace buffers after the first element.
+* ``__cublas$gemm`` / ``__cublas$lt$matmul`` (GemmRewriter): in ``ops_gemm.py``.
 * ``__cudnn$convForward``, ``__cudnn$convBackwardInput``, ``__cudnn$convBackwardFilter``
   (GpuConvRewriter): ``window``, ``dim_labels`` and ``feature_group_count`` describe the
   *forward* convolution; forward takes (input, filter) -> output, backward-input
   (output-grad, filter) -> input-grad, backward-filter (input, output-grad) ->
   filter-grad.  The result is the tuple (value, u8[0] scratch) XLA emits (a plain array
-  result is accepted too).
+  result is accepted too).  ``__cudnn$convBiasActivationForward`` adds the bias, side
+  input and activation.  NCHW_VECT_C operands (an extra dimension the dim labels do not
+  name, cudnn_vectorize_convolutions) and int8x32 filters/biases in cuDNN's reordered
+  layout (``reordered_int8_nchw_vect``) are taken too.
 """
 from __future__ import annotations
 
@@ -21,10 +18,11 @@ import json
 
 import numpy as np
 
+from ...errors import UnsupportedError
 from ...ir.attributes import parse_string
 from .heavy_common import as_result, cast_float_result, compute_dtype, unsupported
 from .ops_convolution import (conv_backward_filter, conv_backward_input, conv_forward,
-                              conv_params, dim_labels, from_canonical_output, to_canonical)
+                              conv_params, dim_labels)
 from .registry import register
 
 TARGETS: dict = {}
@@ -76,116 +74,133 @@ def _value_shape(inst):
     return inst.shape.tuple_shapes[0] if inst.shape.is_tuple() else inst.shape
 
 
-# ---- GEMM -------------------------------------------------------------------------------
-def dot_general(lhs, rhs, lc, rc, lb, rb):
-    """XLA dot: result dims = batch, lhs free, rhs free."""
-    lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    lt = np.transpose(lhs, list(lb) + lfree + list(lc))
-    rt = np.transpose(rhs, list(rb) + list(rc) + rfree)
-    bshape = lt.shape[:len(lb)]
-    lf = [lhs.shape[d] for d in lfree]
-    rf = [rhs.shape[d] for d in rfree]
-    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
-    l2 = lt.reshape(bshape + (int(np.prod(lf, dtype=np.int64)), k))
-    r2 = rt.reshape(bshape + (k, int(np.prod(rf, dtype=np.int64))))
-    return np.matmul(l2, r2).reshape(bshape + tuple(lf) + tuple(rf))
+# ---- cuDNN convolutions -----------------------------------------------------------------
+# Each operand and the result plays a role of the forward convolution the call describes:
+# its input, kernel or output (see passes/gpu/_conv_util.py).  Values are computed on
+# canonical arrays: input/output (N, C, spatial...), kernel (O, I, spatial...).  A
+# dimension the dim labels do not name is cuDNN's NCHW_VECT_C vector: it is the minor
+# part of the features (of the kernel's input features), C = C_outer * k.
+_ROLES = {
+    "__cudnn$convForward": ("input", "kernel", "output"),
+    "__cudnn$convBiasActivationForward": ("input", "kernel", "output"),
+    "__cudnn$convBackwardInput": ("output", "kernel", "input"),
+    "__cudnn$convBackwardFilter": ("input", "output", "kernel"),
+}
 
 
-_GELU_C = np.sqrt(2.0 / np.pi)
+def _role_dims(labels, role):
+    """(major dim, feature dim the vector dim belongs to, spatial dims) of a role."""
+    if role == "input":
+        return labels.input_batch, labels.input_feature, labels.input_spatial
+    if role == "output":
+        return labels.output_batch, labels.output_feature, labels.output_spatial
+    return labels.kernel_output_feature, labels.kernel_input_feature, labels.kernel_spatial
 
 
-def _ints(values):
-    return [int(v) for v in values or []]
+def _canonical_order(labels, role, ndim):
+    """The dims of a role's array in canonical order, the vector dim (if any) right after
+    the feature dim."""
+    a, c, spatial = _role_dims(labels, role)
+    named = {a, c, *spatial}
+    vect = [d for d in range(ndim) if d not in named][:1]
+    return [a, c] + vect + list(spatial), bool(vect)
 
 
-@target("__cublas$gemm", "__cublas$lt$matmul")
-def cublas_gemm(inst, args, ctx):
-    raw = backend_config(inst)
-    # current XLA wraps the fields in "gemm_backend_config"; older dumps have them bare
-    cfg = raw.get("gemm_backend_config", raw if "dot_dimension_numbers" in raw else None)
-    if cfg is None:
-        raise unsupported(inst, "backend_config has no gemm_backend_config")
-    dnums = cfg.get("dot_dimension_numbers", {})
-    epilogue = cfg.get("epilogue", "DEFAULT")
-    if epilogue not in ("DEFAULT", "BIAS", "RELU", "BIAS_RELU", "GELU", "BIAS_GELU"):
-        raise unsupported(inst, f"gemm epilogue {epilogue}")
-    alpha = complex(float(cfg.get("alpha_real", 1.0)), float(cfg.get("alpha_imag", 0.0)))
-    beta = float(cfg.get("beta", 0.0))
+def _to_canonical(arr, labels, role):
+    order, vect = _canonical_order(labels, role, arr.ndim)
+    out = np.transpose(arr, order)
+    if vect:
+        out = out.reshape((out.shape[0], out.shape[1] * out.shape[2]) + out.shape[3:])
+    return out
+
+
+def _canonical_dims(dims, labels, role):
+    order, vect = _canonical_order(labels, role, len(dims))
+    sizes = [dims[d] for d in order]
+    return [sizes[0], sizes[1] * sizes[2]] + sizes[3:] if vect else sizes
+
+
+def _from_canonical(arr, labels, role, dims):
+    """A canonical array back in the dim order (and vector split) of ``dims``."""
+    order, vect = _canonical_order(labels, role, len(dims))
+    if vect:
+        arr = arr.reshape((arr.shape[0], dims[order[1]], dims[order[2]]) + arr.shape[2:])
+    return np.transpose(arr, [order.index(d) for d in range(len(dims))])
+
+
+def _unreordered_filter(arr):
+    """The canonical (O, I, H, W) filter of a filter in cuDNN's reordered int8x32 layout
+    [O, I/32, H, W, 32] (cudnn_vectorize_convolutions' reshape-transpose-reshape, whose
+    transposed dims are (I/32, H, W, O/8, o2, i8, o4, i4) with O = (O/8, o4, o2) and
+    I = (I/32, i8, i4))."""
+    o, ih, h, w = arr.shape[:4]
+    t = arr.reshape(ih, h, w, o // 8, 2, 8, 4, 4).transpose(3, 6, 4, 0, 5, 7, 1, 2)
+    return t.reshape(o, ih * 32, h, w)
+
+
+def _unreordered_bias(arr):
+    """The inverse of the int8x32 bias reordering [O/32, 4, 2, 4] -> [O/32, 2, 4, 4]."""
+    n = arr.shape[0]
+    return arr.reshape(n // 32, 2, 4, 4).transpose(0, 2, 1, 3).reshape(n)
+
+
+def _cudnn_config(inst, required: bool = True) -> dict:
+    """``cudnn_conv_backend_config``; where only the reordering flag is wanted
+    (``required=False``), a backend config that is not JSON counts as empty."""
+    try:
+        return backend_config(inst).get("cudnn_conv_backend_config", {})
+    except UnsupportedError:
+        if required:
+            raise
+        return {}
+
+
+def _operand(inst, arr, labels, role, acc):
+    arr = arr.astype(acc)
+    if role == "kernel" and arr.ndim == 5 and \
+            _cudnn_config(inst, required=False).get("reordered_int8_nchw_vect", False):
+        return _unreordered_filter(arr)
+    return _to_canonical(arr, labels, role)
+
+
+# what computes the result, by the result's role
+_COMPUTE = {
+    "output": lambda x, w, dims, params: conv_forward(x, w, params),
+    # backward input: (output grad, filter) -> input grad
+    "input": lambda dy, w, dims, params: conv_backward_input(dy, w, dims, params),
+    # backward filter: (input, output grad) -> filter grad
+    "kernel": lambda x, dy, dims, params: conv_backward_filter(x, dy, dims, params),
+}
+
+
+def _cudnn_conv(inst, args, operands: int):
+    """The call's value on canonical arrays: (value, accumulation dtype, labels)."""
+    if len(args) < 2 or (operands and len(args) != operands):
+        raise unsupported(inst, f"{inst.custom_call_target} with {len(args)} operands")
+    roles = _ROLES[inst.custom_call_target]
     out_shape = _value_shape(inst)
     acc = compute_dtype(out_shape.dtype)
-    lhs, rhs = args[0].astype(acc), args[1].astype(acc)
-    expected = 2 + (beta != 0) + ("BIAS" in epilogue)
-    if len(args) != expected:
-        raise unsupported(inst, f"{len(args)} operands, but beta={beta} and epilogue "
-                                f"{epilogue} need {expected}")
-    out = dot_general(lhs, rhs, _ints(dnums.get("lhs_contracting_dimensions")),
-                      _ints(dnums.get("rhs_contracting_dimensions")),
-                      _ints(dnums.get("lhs_batch_dimensions")),
-                      _ints(dnums.get("rhs_batch_dimensions")))
-    if alpha != 1:
-        out = out * (alpha if np.issubdtype(acc, np.complexfloating) else alpha.real)
-    pos = 2
-    if beta != 0:
-        out = out + beta * args[pos].astype(acc).reshape(out.shape)
-        pos += 1
-    if "BIAS" in epilogue:
-        bias = args[pos].astype(acc)
-        out = out + bias.reshape((1,) * (out.ndim - bias.ndim) + bias.shape)
-    if "RELU" in epilogue:
-        out = np.maximum(out, 0)
-    if "GELU" in epilogue:
-        out = 0.5 * out * (1 + np.tanh(_GELU_C * (out + 0.044715 * out ** 3)))
-    out = np.asarray(out).astype(acc)
-    return _array_and_scratch(inst, cast_float_result(out, out_shape.dtype))
-
-
-# ---- cuDNN convolutions -----------------------------------------------------------------
-def _conv_setup(inst, rank):
-    labels = dim_labels(inst, rank)
-    params = conv_params(inst, rank - 2)
+    labels = dim_labels(inst, args[0].ndim)
+    params = conv_params(inst, len(labels.input_spatial))
     if params.batch_group_count != 1:
         raise unsupported(inst, "cuDNN convolution with batch_group_count > 1")
-    return labels, params
+    a = _operand(inst, args[0], labels, roles[0], acc)
+    b = _operand(inst, args[1], labels, roles[1], acc)
+    dims = _canonical_dims(out_shape.dims, labels, roles[2])
+    return _COMPUTE[roles[2]](a, b, dims, params), acc, labels
 
 
-def _input_canonical(arr, labels):
-    return np.transpose(arr, [labels.input_batch, labels.input_feature] + labels.input_spatial)
-
-
-def _output_canonical(arr, labels):
-    return np.transpose(arr, [labels.output_batch, labels.output_feature]
-                        + labels.output_spatial)
-
-
-def _kernel_canonical(arr, labels):
-    return np.transpose(arr, [labels.kernel_output_feature, labels.kernel_input_feature]
-                        + labels.kernel_spatial)
-
-
-def _from_canonical(arr, order):
-    perm = [0] * len(order)
-    for axis, dim in enumerate(order):
-        perm[dim] = axis
-    return np.transpose(arr, perm)
-
-
-@target("__cudnn$convForward")
-def cudnn_conv_forward(inst, args, ctx):
-    if len(args) != 2:
-        raise unsupported(inst, f"convForward with {len(args)} operands")
-    out, _, out_shape, _ = _forward(inst, args)
-    return _array_and_scratch(inst, cast_float_result(out, out_shape.dtype))
-
-
-def _forward(inst, args):
-    """The forward convolution of operands 0 and 1 in the accumulation type: (out, acc
-    dtype, result shape, dim labels)."""
+def _result(inst, value, labels):
     out_shape = _value_shape(inst)
-    acc = compute_dtype(out_shape.dtype)
-    labels, params = _conv_setup(inst, args[0].ndim)
-    x, w = to_canonical(args[0].astype(acc), args[1].astype(acc), labels)
-    return from_canonical_output(conv_forward(x, w, params), labels), acc, out_shape, labels
+    role = _ROLES[inst.custom_call_target][2]
+    value = _from_canonical(value, labels, role, out_shape.dims)
+    return _array_and_scratch(inst, cast_float_result(value, out_shape.dtype))
+
+
+@target("__cudnn$convForward", "__cudnn$convBackwardInput", "__cudnn$convBackwardFilter")
+def cudnn_conv(inst, args, ctx):
+    value, _, labels = _cudnn_conv(inst, args, 2)
+    return _result(inst, value, labels)
 
 
 _ACTIVATIONS = {
@@ -201,54 +216,19 @@ _ACTIVATIONS = {
 @target("__cudnn$convBiasActivationForward")
 def cudnn_conv_bias_activation(inst, args, ctx):
     """activation(conv * conv_result_scale + side_input_scale * side + bias), bias along
-    the output feature dimension (what cudnn-fused-convolution-rewriter emits)."""
-    out, acc, out_shape, labels = _forward(inst, args)
-    cfg = backend_config(inst).get("cudnn_conv_backend_config", {})
+    the output features (what cudnn-fused-convolution-rewriter emits)."""
+    out, acc, labels = _cudnn_conv(inst, args, 0)
+    cfg = _cudnn_config(inst)
     out = out * float(cfg.get("conv_result_scale", 1))
     if len(args) > 3:
-        out = out + float(cfg.get("side_input_scale", 0)) * args[3].astype(acc)
+        side = _to_canonical(args[3].astype(acc), labels, "output")
+        out = out + float(cfg.get("side_input_scale", 0)) * side
     if len(args) > 2:
-        shape = [1] * out.ndim
-        shape[labels.output_feature] = -1
-        out = out + args[2].astype(acc).reshape(shape)
+        bias = args[2].astype(acc)
+        if cfg.get("reordered_int8_nchw_vect", False):
+            bias = _unreordered_bias(bias)
+        out = out + bias.reshape((1, -1) + (1,) * (out.ndim - 2))
     mode = cfg.get("activation_mode", "kNone")
     if mode not in _ACTIVATIONS:
         raise unsupported(inst, f"convBiasActivationForward activation_mode {mode}")
-    out = _ACTIVATIONS[mode](out, cfg)
-    return _array_and_scratch(inst, cast_float_result(np.asarray(out).astype(acc),
-                                                      out_shape.dtype))
-
-
-@target("__cudnn$convBackwardInput")
-def cudnn_conv_backward_input(inst, args, ctx):
-    if len(args) != 2:
-        raise unsupported(inst, f"convBackwardInput with {len(args)} operands")
-    out_shape = _value_shape(inst)
-    acc = compute_dtype(out_shape.dtype)
-    labels, params = _conv_setup(inst, args[0].ndim)
-    dy = _output_canonical(args[0].astype(acc), labels)
-    w = _kernel_canonical(args[1].astype(acc), labels)
-    dims = out_shape.dims
-    x_shape = [dims[labels.input_batch], dims[labels.input_feature]] + \
-        [dims[d] for d in labels.input_spatial]
-    dx = conv_backward_input(dy, w, x_shape, params)
-    dx = _from_canonical(dx, [labels.input_batch, labels.input_feature] + labels.input_spatial)
-    return _array_and_scratch(inst, cast_float_result(dx, out_shape.dtype))
-
-
-@target("__cudnn$convBackwardFilter")
-def cudnn_conv_backward_filter(inst, args, ctx):
-    if len(args) != 2:
-        raise unsupported(inst, f"convBackwardFilter with {len(args)} operands")
-    out_shape = _value_shape(inst)
-    acc = compute_dtype(out_shape.dtype)
-    labels, params = _conv_setup(inst, args[0].ndim)
-    x = _input_canonical(args[0].astype(acc), labels)
-    dy = _output_canonical(args[1].astype(acc), labels)
-    dims = out_shape.dims
-    w_shape = [dims[labels.kernel_output_feature], dims[labels.kernel_input_feature]] + \
-        [dims[d] for d in labels.kernel_spatial]
-    dw = conv_backward_filter(x, dy, w_shape, params)
-    order = [labels.kernel_output_feature, labels.kernel_input_feature] + labels.kernel_spatial
-    return _array_and_scratch(inst, cast_float_result(_from_canonical(dw, order),
-                                                      out_shape.dtype))
+    return _result(inst, np.asarray(_ACTIVATIONS[mode](out, cfg)).astype(acc), labels)
