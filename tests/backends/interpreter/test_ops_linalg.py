@@ -51,8 +51,21 @@ def test_cholesky_default_is_upper_and_not_pd_gives_nan():
     a = np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)   # eigenvalues 3, -1
     out = run(CHOL.replace("{t}", "f32").replace("{d}", "2,2").replace("{lower}", ""),
               "c", [a])
-    assert out[0, 0] == 1.0 and out[0, 1] == 2.0 and np.isnan(out[1, 1])
-    assert out[1, 0] == 0.0
+    # a failed factorization is all NaN, as XLA's expander and cuSOLVER path give it
+    assert np.isnan(out).all()
+    # the upper default: an upper-triangular factor for a PD matrix
+    spd = np.array([[4.0, 2.0], [2.0, 3.0]], np.float32)
+    out = run(CHOL.replace("{t}", "f32").replace("{d}", "2,2").replace("{lower}", ""),
+              "c", [spd])
+    assert out[1, 0] == 0.0 and out[0, 0] == 2.0 and out[0, 1] == 1.0
+
+
+def test_cholesky_failure_is_per_batch_element():
+    good = np.array([[4.0, 2.0], [2.0, 3.0]], np.float32)
+    bad = np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)
+    out = run(CHOL.replace("{t}", "f32").replace("{d}", "2,2,2").replace(
+        "{lower}", ", lower=true"), "c", [np.stack([good, bad])])
+    assert np.isfinite(out[0]).all() and np.isnan(out[1]).all()
 
 
 SOLVE = """
