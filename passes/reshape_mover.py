@@ -11,16 +11,20 @@ constant folding to clean up, as in XLA.
 from __future__ import annotations
 
 from hlo_opt.ir.opcodes import is_elementwise
+from hlo_opt.ir.types import BIT_WIDTH
 
 from ._build import Builder
-from ._rewrite import control_successors, remove_dead
+from ._rewrite import comp_has_opcode, control_successors, has_opcode, remove_dead
 from ._shape_util import reshape_leaves_dims_unmodified
 from .algsimp.predicates import inverse_perm, is_identity_perm
 from .registry import register
 
 
+_REARRANGES = frozenset(("reshape", "transpose"))
+
+
 def is_rearrange(i) -> bool:
-    return i.opcode in ("reshape", "transpose")
+    return i.opcode in _REARRANGES
 
 
 def equivalent_rearranges(a, b) -> bool:
@@ -29,6 +33,17 @@ def equivalent_rearranges(a, b) -> bool:
     if a.opcode == "transpose":
         return tuple(a.dimensions) == tuple(b.dimensions)
     return a.operands[0].shape.dims == b.operands[0].shape.dims
+
+
+def _is_elementwise(inst) -> bool:
+    """XLA's HloInstruction::IsElementwise: a copy is elementwise; a bitcast-convert only
+    between types of one bit width (otherwise it adds or drops a minor dimension)."""
+    if inst.opcode == "copy":
+        return True
+    if inst.opcode == "bitcast-convert":
+        return (BIT_WIDTH[inst.shape.element_type]
+                == BIT_WIDTH[inst.operands[0].shape.element_type])
+    return is_elementwise(inst.opcode)
 
 
 @register
@@ -75,7 +90,7 @@ class ReshapeMover:
         return None
 
     def is_candidate(self, inst) -> bool:
-        if not is_elementwise(inst.opcode) or inst.control_predecessors:
+        if not _is_elementwise(inst) or inst.control_predecessors:
             return False
         r = self.first_nontrivial_rearrange(inst.operands)
         if r is None:
@@ -116,11 +131,13 @@ class ReshapeMover:
 
     def run(self, module) -> bool:
         self.moved = 0
+        if not has_opcode(module, _REARRANGES):
+            return False  # no candidate can have a rearrange operand
         fusion = {c for comp in module.computations for i in comp.instructions
                   if i.opcode == "fusion" for c in i.called}
         changed = False
         for comp in list(module.computations):
-            if comp in fusion:
+            if comp in fusion or not comp_has_opcode(comp, _REARRANGES):
                 continue
             order = comp.post_order()
             candidates = {i: None for i in order if self.is_candidate(i)}
