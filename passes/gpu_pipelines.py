@@ -18,27 +18,10 @@ when the pipeline is built.
 """
 from __future__ import annotations
 
-from passes.pipelines import Fix, Seq
+from passes.pipelines import Fix, PassSpec, Seq
 
 __all__ = ["FlagSeq", "PassSpec", "GPU_PIPELINE_NAMES", "gpu_pipeline_specs",
            "missing_passes", "register_gpu_pipelines"]
-
-
-class PassSpec(str):
-    """A pass name with constructor arguments, e.g. ``PassSpec("fusion",
-    may_duplicate=False)``.  It *is* the name (a ``str``), so a pipeline builder that does
-    not know about arguments creates the pass with its defaults; a spec whose arguments
-    are ``required`` (the pass would be wrong with its defaults) is left out instead
-    while the builder cannot pass them (see :func:`kwargs_supported`)."""
-
-    def __new__(cls, name: str, required: bool = False, **kwargs):
-        obj = super().__new__(cls, name)
-        obj.kwargs = dict(kwargs)
-        obj.required = required
-        return obj
-
-    def __reduce__(self):
-        return (PassSpec, (str(self), self.required), {"kwargs": self.kwargs})
 
 
 def kwargs_supported() -> bool:

@@ -13,7 +13,7 @@ from hlo_opt.verifier import module_errors
 from passes.gpu._options import using_options
 from passes.gpu_pipelines import (GPU_PIPELINE_NAMES, PassSpec, missing_passes,
                                   register_gpu_pipelines)
-from passes.pipelines import PIPELINES, build_pipeline
+from passes.pipelines import PIPELINES, build_pipeline, spec_pass_names
 
 from ...conftest import corpus_files, require_corpus, sample_files
 from ..harness import check_pass, fixture_args
@@ -54,8 +54,8 @@ def test_sub_pipelines_name_xla_passes_in_order():
     assert post.index("reduction-dimension-grouper") < post.index("reduction-splitter")
     assert post.index("gpu-tree-reduction-rewriter") < post.index("cublas-gemm-rewriter")
     conv = _leaves(build_pipeline("conv-canonicalization"))
-    assert conv[:3] == ["cudnn-conv-rewriter", "cudnn-fused-convolution-rewriter",
-                        "gpu-conv-padding-legalization"]
+    assert conv[:4] == ["gpusolver-rewriter", "cudnn-conv-rewriter",
+                        "cudnn-fused-convolution-rewriter", "gpu-conv-padding-legalization"]
     assert _leaves(build_pipeline("layout assignment")) == ["layout-assignment"]
     assert "copy-insertion" in _leaves(build_pipeline("GPU-ir-emit-prepare"))
     assert _leaves(build_pipeline("spmd-simplify")) == []  # one device: a no-op
@@ -77,11 +77,25 @@ def test_fusion_pipeline_follows_the_priority_fusion_flag():
         assert "fusion_merger" in leaves and "multi_output_fusion" in leaves
 
 
+def test_every_xla_pass_the_gpu_pipelines_name_is_registered():
+    build_pipeline("gpu")
+    assert missing_passes() == {}
+
+
 def test_missing_passes_are_reported_not_silently_dropped():
-    missing = missing_passes()
-    # XLA passes nobody has written yet are left out and listed
-    assert "all-reduce-folder" in missing["collective-optimizations"]
-    assert any(m.startswith("horizontal_input_fusion") for m in missing["horizontal-fusion"])
+    from passes.gpu_pipelines import gpu_pipeline_specs
+    from passes.pipelines import PIPELINES
+    from passes.registry import pass_names
+    available = set(pass_names())
+    try:
+        specs = gpu_pipeline_specs(PIPELINES, available - {"all-reduce-folder", "cse"})
+        missing = missing_passes()
+        assert missing["collective-optimizations"] == ["all-reduce-folder"]
+        assert "cse" in missing["horizontal-fusion"]
+        assert "all-reduce-folder" not in spec_pass_names(specs["gpu"])
+    finally:
+        gpu_pipeline_specs(PIPELINES, available)
+    assert missing_passes() == {}
 
 
 def test_pass_spec_is_its_name():
