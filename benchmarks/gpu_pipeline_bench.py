@@ -8,9 +8,12 @@ cuBLAS rewrites, reductions for the tree / layout passes, long elementwise chain
 fusion, and the kInput/kLoop decisions in between.
 
     .venv/bin/python benchmarks/gpu_pipeline_bench.py [--instructions 10000] [--sizes 1000,10000]
-        [--no-priority] [--top 8] [--repeat 1]
+        [--no-priority] [--top 8] [--repeat 1] [--profile [N]]
 
-Per pass: wall seconds summed over the pass's runs (fixpoints run passes repeatedly).
+Per pass: CPU seconds (time.process_time from the pass's start to the next one's) and
+wall seconds, each summed over the pass's runs (fixpoints run passes repeatedly) and the
+minimum over ``--repeat`` runs.  ``--profile N`` runs once more under cProfile and
+prints the N functions with the most own time and the N with the most cumulative time.
 """
 from __future__ import annotations
 
@@ -109,26 +112,57 @@ class _GcClock:
         gc.callbacks.remove(self)
 
 
-def run_once(text: str, priority: bool):
-    """One ``gpu`` run: (module before, module after, stats, wall s, CPU s, GC s)."""
+class _CpuPerPass:
+    """CPU seconds per leaf pass, from the runner's progress events (sent before each
+    pass): a pass's time runs to the next pass's start (or the end of the run)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._open: tuple[str, float] | None = None
+
+    def __call__(self, event) -> None:
+        now = time.process_time()
+        self._close(now)
+        self._open = ("/".join(event.pipeline_path) + "/" + event.pass_name, now)
+
+    def _close(self, now: float) -> None:
+        if self._open is not None:
+            key, t0 = self._open
+            self.seconds[key] = self.seconds.get(key, 0.0) + now - t0
+            self._open = None
+
+    def finish(self) -> None:
+        self._close(time.process_time())
+
+
+def run_once(text: str, priority: bool, profiler=None):
+    """One ``gpu`` run: (module before, module after, stats, wall s, CPU s, GC s, CPU s
+    per pass)."""
     from hlo_opt.passes_api import optimize
     from passes.gpu._options import using_options
     module = parse_hlo(text, "gpu_bench")
     n_before = module.instruction_count()
     options = DebugOptions(xla_gpu_enable_priority_fusion=priority)
     captured = {}
+    per_pass = _CpuPerPass()
     gc.collect()
     with using_options(options), _GcClock() as clock:
         t0 = time.perf_counter()
         c0 = time.process_time()
+        if profiler is not None:
+            profiler.enable()
         optimize(module, options, pipeline="gpu", on_stats=lambda s: captured.setdefault("s", s),
-                 verifier=None)
+                 verifier=None, progress=per_pass)
+        if profiler is not None:
+            profiler.disable()
+        per_pass.finish()
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
-    return n_before, module, captured["s"], wall, cpu, clock.seconds
+    return n_before, module, captured["s"], wall, cpu, clock.seconds, per_pass.seconds
 
 
-def run(instructions: int, priority: bool, top: int, repeat: int = 1) -> None:
+def run(instructions: int, priority: bool, top: int, repeat: int = 1,
+        profile: int = 0) -> None:
     """Runs ``repeat`` times and reports the fastest run (total and per pass: minimum over
     the runs), a loaded machine's noise being one-sided."""
     from passes.gpu_pipelines import register_gpu_pipelines
@@ -136,8 +170,9 @@ def run(instructions: int, priority: bool, top: int, repeat: int = 1) -> None:
     text = make_module(instructions)
     best = None
     per_pass: dict[str, float] = {}
+    per_pass_cpu: dict[str, float] = {}
     for _ in range(max(repeat, 1)):
-        n_before, module, stats, wall, cpu, gc_s = run_once(text, priority)
+        n_before, module, stats, wall, cpu, gc_s, cpu_by_pass = run_once(text, priority)
         if best is None or cpu < best[2]:
             best = (wall, gc_s, cpu)
         this: dict[str, float] = {}
@@ -146,6 +181,9 @@ def run(instructions: int, priority: bool, top: int, repeat: int = 1) -> None:
             this[key] = this.get(key, 0.0) + rec.wall_ms / 1000.0
         for key, sec in this.items():
             per_pass[key] = min(per_pass.get(key, sec), sec)
+        for path, sec in cpu_by_pass.items():
+            key = _short_key(path)
+            per_pass_cpu[key] = min(per_pass_cpu.get(key, sec), sec)
     wall, gc_s, cpu = best
     kernels = sum(1 for i in module.entry.instructions
                   if i.opcode in ("fusion", "custom-call", "reduce", "dot"))
@@ -154,8 +192,27 @@ def run(instructions: int, priority: bool, top: int, repeat: int = 1) -> None:
           f"({kernels} kernels in the entry): {wall:.2f} s wall, {cpu:.2f} s CPU "
           f"({cpu / n_before * 1e6:.0f} us CPU per instruction), {gc_s:.2f} s of it in "
           f"the garbage collector")
-    for key, sec in sorted(per_pass.items(), key=lambda kv: -kv[1])[:top]:
-        print(f"  {sec:8.3f} s  {key}")
+    print("       CPU s      wall s  pass")
+    for key, sec in sorted(per_pass_cpu.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {sec:10.3f}  {per_pass.get(key, float('nan')):10.3f}  {key}")
+    if profile:
+        import cProfile
+        import pstats
+        profiler = cProfile.Profile()
+        run_once(text, priority, profiler)
+        stats = pstats.Stats(profiler)
+        print(f"\n-- cProfile of one more run: the {profile} functions with the most own "
+              "time, then cumulative --")
+        stats.sort_stats("tottime").print_stats(profile)
+        stats.sort_stats("cumulative").print_stats(profile)
+
+
+def _short_key(path: str) -> str:
+    """'gpu/fusion/fusion/priority-fusion' (runner path + pass) -> the stats' key,
+    'fusion/priority-fusion' minus the top pipeline, as the wall-time records name it."""
+    parts = path.split("/")
+    return "/".join(parts[:-2] + parts[-1:]) if len(parts) >= 3 and parts[-2] == parts[-3] \
+        else "/".join(parts)
 
 
 def main() -> None:
@@ -168,10 +225,12 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per size; the fastest is reported")
+    ap.add_argument("--profile", type=int, nargs="?", const=30, default=0, metavar="N",
+                    help="one more run under cProfile: print its top N functions")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.instructions]
     for n in sizes:
-        run(n, not args.no_priority, args.top, args.repeat)
+        run(n, not args.no_priority, args.top, args.repeat, args.profile)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import struct
 
-from .dce import (SideEffects, control_successor_set, has_side_effect_no_recurse,
-                  remove_instruction_and_unused_operands)
+from .dce import (_MAYBE_SIDE_EFFECTING, SideEffects, control_successor_set,
+                  has_side_effect_no_recurse, remove_instruction_and_unused_operands)
 from hlo_opt.relaxed_gc import relaxed_gc
 from .registry import register
 
@@ -61,6 +61,8 @@ class _ComputationKeys:
 
 def _attr_key(inst) -> tuple:
     attrs = inst.attrs
+    if not attrs:
+        return ()
     if _IGNORED_ATTRS.isdisjoint(attrs):
         return tuple(attrs.items())
     return tuple((k, v) for k, v in attrs.items() if k not in _IGNORED_ATTRS)
@@ -132,7 +134,7 @@ def _iota_id(inst) -> object:
     return inst
 
 
-def _cse_key(inst, comp_keys: _ComputationKeys) -> tuple:
+def _cse_key(inst, comp_keys: _ComputationKeys, with_called: bool = True) -> tuple:
     ops = tuple(inst.operands)
     for o in ops:
         if o.opcode == "iota":
@@ -141,7 +143,10 @@ def _cse_key(inst, comp_keys: _ComputationKeys) -> tuple:
     if len(ops) == 2 and inst.opcode in _COMMUTATIVE and _order(ops[1]) < _order(ops[0]):
         ops = (ops[1], ops[0])  # either operand order is the same key
     called = inst.called
-    return (inst.opcode, inst.shape, ops, _attr_key(inst), inst.payload,
+    shape = inst.shape
+    if not with_called:  # without the called computations' keys (their count instead)
+        return (inst.opcode, shape, ops, _attr_key(inst), inst.payload, len(called))
+    return (inst.opcode, shape, ops, _attr_key(inst), inst.payload,
             tuple([comp_keys.key(c) for c in called]) if called else ())
 
 
@@ -168,38 +173,197 @@ def _dedupe_iota_operands(inst, comp) -> bool:
     return changed
 
 
-def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKeys) -> bool:
-    changed = _combine_constants(comp)
-    ctrl = control_successor_set(comp)
+def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKeys,
+                           deferrable=None) -> bool:
+    """CSE in one computation.  ``deferrable`` (a :class:`_Deferral`, or None): called
+    computations whose structural key may be computed only when two instructions could
+    otherwise be equal (see :func:`run_cse`); None computes every key at once."""
+    constants = 0
+    has_ctrl = False
+    for inst in comp._instructions:
+        if inst.opcode == "constant":
+            constants += 1
+        if inst._control_predecessors:
+            has_ctrl = True
+    # one constant has nothing to merge with
+    changed = _combine_constants(comp) if constants > 1 else False
+    ctrl = control_successor_set(comp) if has_ctrl else set()
+    if _distinct_keys(comp, effects, comp_keys, deferrable, ctrl):
+        return changed
     representatives: dict = {}
+    callers_of: dict = {}  # key without the called computations -> [[inst, their keys]]
     for inst in comp.post_order():
         if inst.parent is not comp:
             continue  # removed earlier in this walk
         if not inst.operands and inst.opcode not in ("partition-id", "replica-id"):
             continue
+        called = inst.called
         if inst.opcode in _NEVER_IDENTICAL or has_side_effect_no_recurse(inst) or (
-                inst.called and effects.instruction(inst)):
+                called and effects.instruction(inst)):
             continue
         if inst.control_predecessors or inst in ctrl:
             continue
-        key = _cse_key(inst, comp_keys)
-        rep = representatives.get(key)
-        if rep is None:
-            representatives[key] = inst
-            changed |= _dedupe_iota_operands(inst, comp)
-            continue
+        if called and deferrable is not None:
+            rep = _find_caller_rep(inst, comp_keys, deferrable, callers_of)
+            if rep is None:
+                changed |= _dedupe_iota_operands(inst, comp)
+                continue
+        else:
+            key = _cse_key(inst, comp_keys)
+            rep = representatives.get(key)
+            if rep is None:
+                representatives[key] = inst
+                changed |= _dedupe_iota_operands(inst, comp)
+                continue
         inst.replace_all_uses_with(rep)
         remove_instruction_and_unused_operands(comp, inst, effects, ctrl)
         changed = True
     return changed
 
 
+def _distinct_keys(comp, effects: SideEffects, comp_keys: _ComputationKeys, deferrable,
+                   ctrl: set) -> bool:
+    """True when the walk below would merge nothing: no two instructions it considers
+    could have the same key, and none has several iota operands to dedupe.  Keys change
+    only after a merge, so the keys as they are now decide (in any order).  Compared here
+    is a coarser key, the opcode and the operands (in the walk's order for commutative
+    ops), so a clash only means "walk and see"; the called computations' keys the walk
+    would compute are computed here the same way.  (Most computations, fused ones above
+    all, have nothing to merge: this skips their post order.)"""
+    seen = set()
+    commutative = _COMMUTATIVE
+    for inst in comp._instructions:
+        ops = inst.operands
+        op = inst.opcode
+        if not ops and op not in ("partition-id", "replica-id"):
+            continue
+        called = inst.called
+        if op in _NEVER_IDENTICAL or (op in _MAYBE_SIDE_EFFECTING and
+                                      has_side_effect_no_recurse(inst)) or (
+                called and effects.instruction(inst)):
+            continue
+        if inst._control_predecessors or inst in ctrl:
+            continue
+        iotas = 0
+        for o in ops:
+            if o.opcode == "iota":
+                iotas += 1
+        if iotas > 1:
+            return False
+        if called:
+            if deferrable is None:
+                for x in called:
+                    comp_keys.key(x)
+            else:
+                for c in called:
+                    if not deferrable(c):
+                        for x in called:
+                            comp_keys.key(x)
+                        break
+                else:
+                    deferrable.defer(called)
+        if iotas:
+            key = _cse_key(inst, comp_keys, False)
+        elif len(ops) == 2 and op in commutative and id(ops[1]) < id(ops[0]):
+            key = (op, ops[1], ops[0])
+        else:
+            key = (op, *ops)
+        if key in seen:
+            return False
+        seen.add(key)
+    return True
+
+
+def _find_caller_rep(inst, comp_keys: _ComputationKeys, deferrable, callers_of: dict):
+    """The representative of an instruction that calls computations, or None (it becomes
+    one).  Candidates are grouped by the key without the called computations; the keys of
+    deferrable computations are computed only when there is a candidate to compare with
+    (the same representatives as comparing full keys)."""
+    called = inst.called
+    base = _cse_key(inst, comp_keys, False)
+    mine = None
+    for c in called:
+        if not deferrable(c):
+            mine = tuple([comp_keys.key(x) for x in called])
+            break
+    else:
+        deferrable.defer(called)
+    cands = callers_of.get(base)
+    if cands is None:
+        callers_of[base] = [[inst, mine]]
+        return None
+    if mine is None:
+        mine = tuple([comp_keys.key(x) for x in called])
+    for cand in cands:
+        theirs = cand[1]
+        if theirs is None:
+            theirs = cand[1] = tuple([comp_keys.key(x) for x in cand[0].called])
+        if theirs == mine:
+            return cand[0]
+    cands.append([inst, mine])
+    return None
+
+
+class _Deferral:
+    """Which called computations' keys may wait (see :func:`run_cse`): those with one
+    call site, asked about while a computation nobody calls is processed.  Nothing but
+    that computation changes meanwhile, so a key computed late is the key computed at
+    once; :meth:`finish` then computes what computing the skipped keys would have left
+    in the cache (the keys of the computations they call), as it was."""
+
+    def __init__(self, counts: dict, callees: dict, comp_keys: _ComputationKeys):
+        self.counts = counts
+        self.callees = callees
+        self.comp_keys = comp_keys
+        self.deferred: list = []
+
+    def __call__(self, comp) -> bool:
+        return self.counts.get(comp, 0) == 1
+
+    def defer(self, called) -> None:
+        self.deferred.extend(called)
+
+    def finish(self) -> None:
+        keys = self.comp_keys
+        for c in self.deferred:
+            if c not in keys._keys:
+                for callee in self.callees.get(c, ()):
+                    keys.key(callee)
+        self.deferred.clear()
+
+
+def _call_graph(module) -> tuple[dict, dict]:
+    """(computation -> number of call sites, computation -> the computations its
+    instructions call, in order)."""
+    counts: dict = {}
+    callees: dict = {}
+    for comp in module.computations:
+        mine = None
+        for inst in comp._instructions:
+            called = inst.called
+            if called:
+                if mine is None:
+                    mine = callees[comp] = []
+                for callee in called:
+                    counts[callee] = counts.get(callee, 0) + 1
+                    mine.append(callee)
+    return counts, callees
+
+
 def run_cse(module) -> bool:
     effects = SideEffects()
     comp_keys = _ComputationKeys()
+    counts, callees = _call_graph(module)
+    deferral = _Deferral(counts, callees, comp_keys)
     changed = False
     for comp in list(module.computations):
-        changed |= run_cse_on_computation(comp, effects, comp_keys)
+        # keys may wait only in a computation nobody calls: a called one's callees have
+        # their keys computed when its callers are processed (perhaps later), as before
+        if counts.get(comp, 0) == 0:
+            changed |= run_cse_on_computation(comp, effects, comp_keys, deferral)
+            deferral.finish()
+        else:
+            changed |= run_cse_on_computation(comp, effects, comp_keys)
     return changed
 
 

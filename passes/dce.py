@@ -32,6 +32,11 @@ _LAYOUT_CONSTRAINED_COLLECTIVES = frozenset({"all-to-all", "all-gather", "all-re
                                              "reduce-scatter"})
 
 
+# every opcode has_side_effect_no_recurse can say yes to
+_MAYBE_SIDE_EFFECTING = _ALWAYS_SIDE_EFFECTING | _LAYOUT_CONSTRAINED_COLLECTIVES | {
+    "collective-permute", "custom-call"}
+
+
 def _attr_true(inst, name: str) -> bool:
     return inst.attrs.get(name, "").strip() == "true"
 
@@ -62,7 +67,15 @@ class SideEffects:
         cached = self._comp.get(comp)
         if cached is None:
             self._comp[comp] = False  # recursion guard (call graphs are acyclic anyway)
-            cached = any(self.instruction(i) for i in comp._instructions)
+            cached = False
+            maybe = _MAYBE_SIDE_EFFECTING
+            for i in comp._instructions:  # any(self.instruction(i) ...), inlined
+                if i.opcode in maybe and has_side_effect_no_recurse(i):
+                    cached = True
+                    break
+                if i.called and any(self.computation(c) for c in i.called):
+                    cached = True
+                    break
             self._comp[comp] = cached
         return cached
 
@@ -141,6 +154,12 @@ def can_remove(inst, comp, effects: SideEffects, ctrl_successors: set) -> bool:
 
 
 def _remove_dead_roots(comp, effects: SideEffects) -> bool:
+    root = comp.root
+    for inst in comp._instructions:
+        if not inst._users and inst is not root and inst.opcode != "parameter":
+            break
+    else:
+        return False  # nothing unused: nothing can_remove() would take
     ctrl = control_successor_set(comp)
     changed = False
     for inst in reversed(comp.post_order()):

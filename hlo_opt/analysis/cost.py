@@ -61,14 +61,40 @@ class Cost:
                 "bytes_read": self.bytes_read, "bytes_written": self.bytes_written}
 
 
+# Shapes are immutable and shared (the parser interns them by text), and the fusion
+# passes ask the same few shapes for their size again and again: (bytes, elements) per
+# shape object, keyed by id() with the shape itself in the entry (so the id cannot be
+# reused while the entry lives).
+_SHAPE_SIZES: dict = {}
+
+
+def _shape_sizes(shape: Shape) -> tuple:
+    entry = _SHAPE_SIZES.get(id(shape))
+    if entry is None or entry[0] is not shape:
+        if shape.element_type != "tuple":
+            elements = shape.num_elements() if shape.is_array() else 0
+        else:
+            elements = sum(s.num_elements() for s in shape.leaves() if s.is_array())
+        if len(_SHAPE_SIZES) >= 65536:
+            _SHAPE_SIZES.clear()
+        entry = _SHAPE_SIZES[id(shape)] = (shape, shape.byte_size(), elements)
+    return entry
+
+
 def shape_bytes(shape: Shape) -> int:
-    return shape.byte_size() if shape is not None else 0
+    if shape is None:
+        return 0
+    entry = _SHAPE_SIZES.get(id(shape))
+    if entry is None or entry[0] is not shape:
+        entry = _shape_sizes(shape)
+    return entry[1]
 
 
 def _elements(shape: Shape) -> int:
-    if shape.element_type != "tuple":
-        return shape.num_elements() if shape.is_array() else 0
-    return sum(s.num_elements() for s in shape.leaves() if s.is_array())
+    entry = _SHAPE_SIZES.get(id(shape))
+    if entry is None or entry[0] is not shape:
+        entry = _shape_sizes(shape)
+    return entry[2]
 
 
 def value_shape(inst: Instruction) -> Shape:
@@ -186,7 +212,19 @@ def instruction_cost(inst: Instruction) -> Cost:
             return Cost()
         return Cost()
     flops, trans = _instruction_flops(inst)
-    read = sum(_operand_read_bytes(inst, i) for i in range(len(inst.operands)))
+    read = 0  # sum(_operand_read_bytes(inst, i) ...), inlined: the same additions
+    op = inst.opcode
+    first = True
+    for operand in inst.operands:
+        if first:
+            first = False
+            if op in ("slice", "dynamic-slice", "gather"):
+                read += shape_bytes(inst.shape)
+                continue
+            if op == "dynamic-update-slice":
+                read += 0.0  # updated in place: only the update is written
+                continue
+        read += shape_bytes(operand.shape)
     if inst.opcode == "dynamic-update-slice":
         written = shape_bytes(inst.operands[1].shape)
     elif inst.opcode in ("while", "conditional", "call"):
@@ -203,7 +241,7 @@ def fusion_param_read_bytes(param: Instruction) -> float:
     size = 0.0
     seen_trivial = False
     full = shape_bytes(param.shape)
-    for user in param.users:
+    for user in param._users:
         op = user.opcode
         if op == "slice":
             size += shape_bytes(user.shape)
@@ -229,14 +267,32 @@ def fusion_outputs(fusion: Instruction) -> list[Instruction]:
 def fusion_cost(fusion: Instruction) -> Cost:
     comp = fusion.fused_computation
     flops = trans = 0.0
+    elementwise = ELEMENTWISE
+    transcendental = TRANSCENDENTAL
     for inst in comp._instructions:
-        if inst.opcode == "parameter":
+        op = inst.opcode
+        if op == "parameter":
             continue
-        f, t = (fusion_cost(inst).flops, fusion_cost(inst).transcendentals) \
-            if inst.opcode == "fusion" else _instruction_flops(inst)
+        if op in elementwise:  # _instruction_flops, inlined for the common case
+            entry = _SHAPE_SIZES.get(id(inst.shape))
+            if entry is None or entry[0] is not inst.shape:
+                entry = _shape_sizes(inst.shape)
+            if op in transcendental:
+                trans += float(entry[2])
+            else:
+                flops += float(entry[2])
+            continue
+        if op == "fusion":
+            inner = fusion_cost(inst)
+            f, t = inner.flops, inner.transcendentals
+        else:
+            f, t = _instruction_flops(inst)
         flops += f
         trans += t
-    read = sum(fusion_param_read_bytes(p) for p in comp.parameters if p is not None)
+    read = 0
+    for p in comp.parameters:
+        if p is not None:
+            read += fusion_param_read_bytes(p)
     written = 0.0
     for out in fusion_outputs(fusion):
         if out.opcode == "dynamic-update-slice":
@@ -306,6 +362,51 @@ def fused_parameter_utilization(fusion: Instruction) -> list[float]:
     return [util.get(p, 0.0) for p in comp.parameters]
 
 
+def _param_utilization(comp, param: Instruction, memo: dict) -> float:
+    """``fused_parameter_utilization(fusion)[i]`` for the one parameter ``param``: the
+    same sums in the same order (each instruction's users in their order), computed over
+    the instructions above ``param`` only (``memo`` keeps the values between calls)."""
+    v = memo.get(param)
+    if v is not None:
+        return v
+    root = comp.root
+    own = _own_operand_utilization
+    special = _UTILIZATION_OPCODES
+    stack = [param]
+    while stack:
+        inst = stack[-1]
+        if inst in memo:
+            stack.pop()
+            continue
+        if inst is root:
+            memo[inst] = 1.0
+            stack.pop()
+            continue
+        waiting = False
+        for user in inst._users:
+            if user not in memo and not (user is root and user.opcode == "tuple"):
+                stack.append(user)
+                waiting = True
+        if waiting:
+            continue
+        stack.pop()
+        total = 0.0
+        for user in inst._users:
+            if user is root and user.opcode == "tuple":
+                total += 1.0
+                continue
+            u = memo[user]
+            if u == 0.0:
+                continue
+            k = 0
+            for o in user.operands:
+                if o is inst:
+                    total += u * (own(user, k) if user.opcode in special else 1.0)
+                k += 1
+        memo[inst] = total
+    return memo[param]
+
+
 def operand_utilization(inst: Instruction, i: int) -> float:
     return _own_operand_utilization(inst, i)
 
@@ -348,47 +449,70 @@ def module_cost(module) -> Cost:
     return total
 
 
-class CostCache:
-    """Memoized :func:`instruction_cost`, fused-parameter utilization and read bytes; a
-    pass calls :meth:`invalidate` on every instruction it changes (fusions it grows)."""
+class _CostEntry:
+    """What a :class:`CostCache` knows of one instruction (None: not asked yet)."""
+
+    __slots__ = ("cost", "util", "param_bytes", "run_time", "threads")
 
     def __init__(self):
-        self._cost: dict = {}
-        self._util: dict = {}
-        self._param_bytes: dict = {}
-        self.run_times: dict = {}  # filled by the performance model
-        self.threads: dict = {}  # likewise
+        self.cost = None
+        self.util = None  # fused instruction -> utilization (of a fusion's parameters)
+        self.param_bytes = None  # parameter number -> read bytes (of a fusion)
+        self.run_time = None  # filled by the performance model
+        self.threads = None  # likewise
+
+
+class CostCache:
+    """Memoized :func:`instruction_cost`, fused-parameter utilization and read bytes (and
+    the performance model's run times); a pass calls :meth:`invalidate` on every
+    instruction it changes (fusions it grows).  One entry per instruction, so
+    invalidating is one dictionary removal."""
+
+    def __init__(self):
+        self.entries: dict = {}
+
+    def entry(self, inst: Instruction) -> _CostEntry:
+        e = self.entries.get(inst)
+        if e is None:
+            e = self.entries[inst] = _CostEntry()
+        return e
 
     def cost(self, inst: Instruction) -> Cost:
-        c = self._cost.get(inst)
+        e = self.entries.get(inst)
+        if e is None:
+            e = self.entries[inst] = _CostEntry()
+        c = e.cost
         if c is None:
-            c = self._cost[inst] = instruction_cost(inst)
+            c = e.cost = instruction_cost(inst)
         return c
 
     def utilization(self, inst: Instruction, i: int) -> float:
         if inst.opcode != "fusion":
             return _own_operand_utilization(inst, i)
-        u = self._util.get(inst)
-        if u is None:
-            u = self._util[inst] = fused_parameter_utilization(inst)
-        return u[i]
+        e = self.entries.get(inst)
+        if e is None:
+            e = self.entries[inst] = _CostEntry()
+        memo = e.util
+        if memo is None:
+            memo = e.util = {}
+        comp = inst.called[0]
+        return _param_utilization(comp, comp.parameters[i], memo)
 
     def param_read_bytes(self, fusion: Instruction, i: int) -> float:
         """:func:`fusion_param_read_bytes` of the fusion's parameter ``i``."""
-        per_param = self._param_bytes.get(fusion)
+        e = self.entries.get(fusion)
+        if e is None:
+            e = self.entries[fusion] = _CostEntry()
+        per_param = e.param_bytes
         if per_param is None:
-            per_param = self._param_bytes[fusion] = {}
+            per_param = e.param_bytes = {}
         b = per_param.get(i)
         if b is None:
             b = per_param[i] = fusion_param_read_bytes(fusion.called[0].parameters[i])
         return b
 
     def invalidate(self, inst: Instruction) -> None:
-        self._cost.pop(inst, None)
-        self._util.pop(inst, None)
-        self._param_bytes.pop(inst, None)
-        self.run_times.pop(inst, None)
-        self.threads.pop(inst, None)
+        self.entries.pop(inst, None)
 
 
 _CONTROL = frozenset({"while", "conditional", "call"})

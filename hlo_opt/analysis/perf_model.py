@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import CostCache, fusion_param_read_bytes, shape_bytes
+from .cost import (_UTILIZATION_OPCODES, CostCache, _CostEntry, _own_operand_utilization,
+                   _elements, _param_utilization, fusion_param_read_bytes, instruction_cost,
+                   shape_bytes)
 from .device import DEFAULT_DEVICE, DeviceInfo
 
 KERNEL_LAUNCH_OVERHEAD = 1e-6  # seconds (kKernelLaunchOverhead)
@@ -62,25 +64,33 @@ def _threads(inst) -> int:
         shapes = [inst.shape]
     best = None
     for shape in shapes:
-        for s in (shape.leaves() if shape.element_type == "tuple" else (shape,)):
-            if s.is_array():
-                n = s.num_elements()
-                if best is None or n > best:
-                    best = n
+        et = shape.element_type
+        if et == "tuple":
+            for s in shape.leaves():
+                if s.is_array():
+                    n = s.num_elements()
+                    if best is None or n > best:
+                        best = n
+        elif et != "token" and et != "opaque":  # an array: its (cached) element count
+            n = _elements(shape)
+            if best is None or n > best:
+                best = n
     return 1 if best is None else best
 
 
 def _cached_threads(inst, cache: CostCache) -> int:
-    n = cache.threads.get(inst)
+    e = cache.entry(inst)
+    n = e.threads
     if n is None:
-        n = cache.threads[inst] = _threads(inst)
+        n = e.threads = _threads(inst)
     return n
 
 
 def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
              ) -> RunTime:
     if cache is not None:
-        rt = cache.run_times.get(inst)
+        e = cache.entry(inst)
+        rt = e.run_time
         if rt is not None:
             return rt
     c = cache if cache is not None else CostCache()
@@ -91,7 +101,7 @@ def run_time(inst, device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None 
     write = cost.bytes_written / device.memory_bandwidth
     rt = RunTime(_combine(compute, read + write), compute, read, write)
     if cache is not None:
-        cache.run_times[inst] = rt
+        e.run_time = rt
     return rt
 
 
@@ -100,41 +110,170 @@ def fused_exec_time(producer, producer_rt: RunTime, consumer,
                     ) -> float:
     """Time of ``consumer`` with ``producer`` fused into it."""
     cache = cache or CostCache()
-    consumer_cost = cache.cost(consumer)
+    return _fused_exec_time(producer, consumer, device, cache)
+
+
+def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -> float:
+    """:func:`fused_exec_time`, the helpers inlined (the same float operations in the
+    same order: results are bit-identical)."""
+    entries = cache.entries
+    ce = entries.get(consumer)
+    if ce is None:
+        ce = entries[consumer] = _CostEntry()
+    consumer_cost = ce.cost
+    if consumer_cost is None:
+        consumer_cost = ce.cost = instruction_cost(consumer)
     utilization = 0.0
     producer_bytes_in_consumer = 0.0
-    is_fusion = consumer.opcode == "fusion"
     i = 0
-    for o in consumer.operands:
-        if o is producer:
-            utilization += cache.utilization(consumer, i)
-            if is_fusion:
-                producer_bytes_in_consumer += cache.param_read_bytes(consumer, i)
-            else:
+    if consumer.opcode == "fusion":  # cache.utilization / param_read_bytes, inlined
+        comp = consumer.called[0]
+        params = comp.parameters
+        for o in consumer.operands:
+            if o is producer:
+                memo = ce.util
+                if memo is None:
+                    memo = ce.util = {}
+                utilization += _param_utilization(comp, params[i], memo)
+                per_param = ce.param_bytes
+                if per_param is None:
+                    per_param = ce.param_bytes = {}
+                b = per_param.get(i)
+                if b is None:
+                    b = per_param[i] = fusion_param_read_bytes(params[i])
+                producer_bytes_in_consumer += b
+            i += 1
+    else:
+        special = consumer.opcode in _UTILIZATION_OPCODES
+        for o in consumer.operands:
+            if o is producer:
+                utilization += _own_operand_utilization(consumer, i) if special else 1.0
                 producer_bytes_in_consumer += shape_bytes(producer.shape)
-        i += 1
-    producer_cost = cache.cost(producer)
+            i += 1
+    pe = entries.get(producer)
+    if pe is None:
+        pe = entries[producer] = _CostEntry()
+    producer_cost = pe.cost
+    if producer_cost is None:
+        producer_cost = pe.cost = instruction_cost(producer)
     flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + utilization * (
         producer_cost.flops + 4 * producer_cost.transcendentals)
-    compute = _compute_time(device, flops, _cached_threads(consumer, cache))
+    # _compute_time
+    threads = ce.threads
+    if threads is None:
+        threads = ce.threads = _threads(consumer)
+    fpus = device.core_count * device.fpus_per_core
+    active = threads if threads < fpus else fpus
+    if active < 1:
+        active = 1
+    compute = flops / (device.clock_rate_ghz * 1e9 * 2 * active)
     producer_in = producer_cost.bytes_read  # the producer's inputs, read instead
-    other_reads = max(consumer_cost.bytes_read - producer_bytes_in_consumer, 0.0)
-    read = _read_time(device, other_reads, other_reads) + \
-        _read_time(device, producer_in, producer_in * max(utilization, 1e-9))
-    write = consumer_cost.bytes_written / device.memory_bandwidth
-    return _combine(compute, read + write)
+    other_reads = consumer_cost.bytes_read - producer_bytes_in_consumer
+    if 0.0 > other_reads:  # max(other_reads, 0.0)
+        other_reads = 0.0
+    # _read_time twice
+    bandwidth = device.memory_bandwidth
+    l2 = device.l2_cache_size
+    b1 = bandwidth * L2_CACHE_SPEEDUP if other_reads < l2 else bandwidth
+    u = utilization
+    if 1e-9 > u:  # max(utilization, 1e-9)
+        u = 1e-9
+    b2 = bandwidth * L2_CACHE_SPEEDUP if producer_in < l2 else bandwidth
+    read = other_reads / b1 + (producer_in * u) / b2
+    write = consumer_cost.bytes_written / bandwidth
+    memory = read + write
+    # _combine
+    return compute + memory - MEMORY_COMPUTE_PARALLELISM * (
+        memory if memory < compute else compute)
 
 
 def estimate_run_times(producer, consumers, multi_output: bool = False,
                        device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
                        ) -> tuple[float, float]:
+    """(time unfused, time with ``producer`` fused into each of ``consumers``).
+
+    :func:`run_time` and :func:`_fused_exec_time` inlined, the producer's share computed
+    once: the same float operations in the same order (bit-identical results), as this
+    runs for every candidate of the priority fusion."""
     cache = cache or CostCache()
-    producer_rt = run_time(producer, device, cache)
+    entries = cache.entries
+    pe = entries.get(producer)
+    producer_rt = pe.run_time if pe is not None else None
+    if producer_rt is None:
+        producer_rt = run_time(producer, device, cache)
+        pe = entries[producer]
+    producer_cost = pe.cost
+    if producer_cost is None:
+        producer_cost = pe.cost = instruction_cost(producer)
+    producer_flops = producer_cost.flops + 4 * producer_cost.transcendentals
+    producer_in = producer_cost.bytes_read  # the producer's inputs, read instead
+    producer_bytes = None  # shape_bytes(producer.shape), when a plain consumer asks
+    fpus = device.core_count * device.fpus_per_core
+    flop_rate = device.clock_rate_ghz * 1e9 * 2
+    bandwidth = device.memory_bandwidth
+    l2 = device.l2_cache_size
+    b2 = bandwidth * L2_CACHE_SPEEDUP if producer_in < l2 else bandwidth
     unfused = KERNEL_LAUNCH_OVERHEAD * (len(consumers) + 1) + producer_rt.exec_time
     fused = KERNEL_LAUNCH_OVERHEAD * len(consumers)
     for consumer in consumers:
-        unfused += run_time(consumer, device, cache).exec_time
-        fused += fused_exec_time(producer, producer_rt, consumer, device, cache)
+        ce = entries.get(consumer)
+        rt = ce.run_time if ce is not None else None
+        if rt is None:
+            rt = run_time(consumer, device, cache)
+            ce = entries[consumer]
+        unfused += rt.exec_time
+        # _fused_exec_time(producer, consumer, device, cache)
+        consumer_cost = ce.cost
+        if consumer_cost is None:
+            consumer_cost = ce.cost = instruction_cost(consumer)
+        utilization = 0.0
+        producer_bytes_in_consumer = 0.0
+        i = 0
+        if consumer.opcode == "fusion":
+            comp = consumer.called[0]
+            params = comp.parameters
+            for o in consumer.operands:
+                if o is producer:
+                    memo = ce.util
+                    if memo is None:
+                        memo = ce.util = {}
+                    utilization += _param_utilization(comp, params[i], memo)
+                    per_param = ce.param_bytes
+                    if per_param is None:
+                        per_param = ce.param_bytes = {}
+                    b = per_param.get(i)
+                    if b is None:
+                        b = per_param[i] = fusion_param_read_bytes(params[i])
+                    producer_bytes_in_consumer += b
+                i += 1
+        else:
+            special = consumer.opcode in _UTILIZATION_OPCODES
+            for o in consumer.operands:
+                if o is producer:
+                    utilization += _own_operand_utilization(consumer, i) if special else 1.0
+                    if producer_bytes is None:
+                        producer_bytes = shape_bytes(producer.shape)
+                    producer_bytes_in_consumer += producer_bytes
+                i += 1
+        flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + \
+            utilization * producer_flops
+        threads = ce.threads
+        if threads is None:
+            threads = ce.threads = _threads(consumer)
+        active = threads if threads < fpus else fpus
+        if active < 1:
+            active = 1
+        compute = flops / (flop_rate * active)
+        other_reads = consumer_cost.bytes_read - producer_bytes_in_consumer
+        if 0.0 > other_reads:  # max(other_reads, 0.0)
+            other_reads = 0.0
+        b1 = bandwidth * L2_CACHE_SPEEDUP if other_reads < l2 else bandwidth
+        if 1e-9 > utilization:  # max(utilization, 1e-9)
+            utilization = 1e-9
+        memory = other_reads / b1 + (producer_in * utilization) / b2 + \
+            consumer_cost.bytes_written / bandwidth
+        fused += compute + memory - MEMORY_COMPUTE_PARALLELISM * (
+            memory if memory < compute else compute)
     if multi_output:
         fused += producer_rt.write_time
     return unfused, fused

@@ -319,7 +319,13 @@ def is_input_fusible_scatter(inst: Instruction) -> bool:
                                         and inst.called[0].root.opcode == "scatter")
 
 
+# Only these can be an input-fusible reduction, scatter or transpose.
+_INPUT_FUSIBLE_OPCODES = frozenset({"reduce", "scatter", "copy", "transpose", "fusion"})
+
+
 def is_input_fusible(inst: Instruction) -> bool:
+    if inst.opcode not in _INPUT_FUSIBLE_OPCODES:
+        return False
     return is_fusible(inst) and (is_input_fusible_reduction(inst) or
                                  is_input_fusible_scatter(inst) or
                                  is_input_fusible_transpose(inst))
@@ -487,10 +493,12 @@ def producer_multi_output_fusible(producer: Instruction) -> str | None:
 
 
 def is_fusible_as_mof_root(inst: Instruction) -> bool:
-    return is_fusible(inst) and (is_input_fusible_reduction(inst)
-                                 or is_input_fusible_transpose(inst)
-                                 or is_loop_fusion(inst)
-                                 or (is_elementwise(inst) and inst.opcode != "fusion"))
+    if not is_fusible(inst):
+        return False
+    if inst.opcode == "fusion" and inst.attrs.get("kind", "kLoop") == "kLoop":
+        return True  # is_loop_fusion: asked first, before the walks to the heroes
+    return (is_input_fusible_reduction(inst) or is_input_fusible_transpose(inst)
+            or (is_elementwise(inst) and inst.opcode != "fusion"))
 
 
 def choose_fusion_kind(producer: Instruction, consumer: Instruction) -> str:
@@ -515,8 +523,15 @@ def _shared_memory(inst: Instruction) -> int:
             return 32 * 33 * max(size, 1)
         return 0
     if op == "fusion":
-        return sum(_shared_memory(i) for i in fused_instructions(inst))
+        total = 0
+        for i in inst.called[0]._instructions:
+            if i.opcode in _SHARED_MEMORY_OPCODES:  # nothing else uses shared memory
+                total += _shared_memory(i)
+        return total
     return 0
+
+
+_SHARED_MEMORY_OPCODES = frozenset({"reduce", "copy", "transpose", "fusion"})
 
 
 def _unnested_reductions(inst: Instruction) -> int:
@@ -524,7 +539,12 @@ def _unnested_reductions(inst: Instruction) -> int:
     if op == "reduce":
         return 1 if is_reduction_from_or_to_contiguous_dimensions(inst) else 0
     if op == "fusion":
-        return sum(_unnested_reductions(i) for i in fused_instructions(inst))
+        total = 0
+        for i in inst.called[0]._instructions:
+            o = i.opcode
+            if o == "reduce" or o == "fusion":
+                total += _unnested_reductions(i)
+        return total
     return 0
 
 
@@ -698,9 +718,10 @@ def heroes_compatible(h1: Instruction, h2: Instruction) -> str | None:
     return None
 
 
-def shapes_compatible_for_mof(a: Instruction, b: Instruction) -> str | None:
-    """ShapesCompatibleForMultiOutputFusion: one loop over the same (bitcast-equal) shape."""
-    h1, h2 = real_hero_for_mof(a), real_hero_for_mof(b)
+def shapes_compatible_for_mof(a: Instruction, b: Instruction, heroes=None) -> str | None:
+    """ShapesCompatibleForMultiOutputFusion: one loop over the same (bitcast-equal) shape.
+    ``heroes``: (real_hero_for_mof(a), real_hero_for_mof(b)), when the caller knows them."""
+    h1, h2 = heroes if heroes is not None else (real_hero_for_mof(a), real_hero_for_mof(b))
     reason = heroes_compatible(h1, h2)
     if reason:
         return reason

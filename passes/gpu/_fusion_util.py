@@ -11,6 +11,10 @@
   ``FuseInstructionIntoMultiOutput`` and ``MergeFusionInstructionIntoMultiOutput``.
 
 Fusion operands stay unique and parameter numbers equal operand positions.
+
+Both can *move* what they take in instead of copying it (``move=True``) when the source
+dies with the edit: the result is the same module, names included (the new names are
+taken, and the old ones released, where copying would).
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._graph import add_computation, add_gte, drop_computation, remove, remove_parameter
+from ._graph import (_CONTROL_EDGES, add_computation, add_gte, drop_computation,
+                     recorded_control_edges, remove, remove_parameter)
 
 __all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_mof",
            "param_for", "set_kind"]
@@ -96,8 +101,10 @@ def _clone_into(fc: Computation, inst: Instruction, operands) -> Instruction:
 
 
 def create_fusion(comp: Computation, inst: Instruction, kind: str,
-                  name: str = "fusion") -> Instruction:
-    """Wrap ``inst`` in a new fusion that replaces it in ``comp``."""
+                  name: str = "fusion", move: bool = False) -> Instruction:
+    """Wrap ``inst`` in a new fusion that replaces it in ``comp``.  ``move``: move
+    ``inst`` itself into the fused computation (when no control edge is involved) rather
+    than a copy of it: the same result, names included."""
     fc = _new_fused_computation(comp)
     operands: list[Instruction] = []
     params: dict[Instruction, Instruction] = {}
@@ -106,6 +113,8 @@ def create_fusion(comp: Computation, inst: Instruction, kind: str,
             n = len(operands)
             params[o] = fc.add("parameter", o.shape, name=f"param_{n}", payload=str(n))
             operands.append(o)
+    if move and _wrappable(comp, inst):
+        return _wrap_moving(comp, fc, inst, operands, params, kind, name)
     fc.root = _clone_into(fc, inst, [params[o] for o in inst.operands])
     fusion = Instruction("fusion", inst.shape, operands, {"kind": kind, "calls": ""}, name,
                          called=[fc], called_attr="calls")
@@ -115,23 +124,150 @@ def create_fusion(comp: Computation, inst: Instruction, kind: str,
     return fusion
 
 
-def _inline(fusion: Instruction, other: Instruction) -> list[Instruction]:
+def _wrappable(comp: Computation, inst: Instruction) -> bool:
+    """Can create_fusion move ``inst`` itself into its fusion (no control edge involved,
+    which copies drop)?"""
+    return comp.module is not None and not inst._control_predecessors and \
+        not inst._control_successors and "control-predecessors" not in inst.attrs and \
+        not (_CONTROL_EDGES and recorded_control_edges(comp))
+
+
+def _wrap_moving(comp: Computation, fc: Computation, inst: Instruction, operands: list,
+                 params: dict, kind: str, name: str) -> Instruction:
+    """create_fusion's second half, moving ``inst`` into ``fc``: its new name is taken
+    where the copy's would be and its old one released where removing it would; its
+    outer operands and users see the same edits in the same order."""
+    module = comp.module
+    old_name = inst.name
+    was_root = comp.root is inst
+    for o in inst.operands:
+        o._users.pop(inst, None)
+    del comp._instructions[inst]
+    inner = [params[o] for o in inst.operands]
+    inst.operands = inner
+    for o in inner:
+        o._users[inst] = None
+    users = inst._users
+    inst._users = {}
+    fc.add_instruction(inst)
+    fc.root = inst
+    fusion = Instruction("fusion", inst.shape, operands, {"kind": kind, "calls": ""}, name,
+                         called=[fc], called_attr="calls")
+    comp.add_instruction(fusion)
+    for user in users:  # inst.replace_all_uses_with(fusion)
+        user.replace_operand_with(inst, fusion)
+    if was_root:
+        comp.root = fusion
+    module.release_name(old_name)
+    return fusion
+
+
+def _inline(fusion: Instruction, other: Instruction, clones: list | None = None
+            ) -> list[Instruction]:
     """Copy ``other`` (an instruction or a fusion's body) into ``fusion``; returns the
-    fused values of its outputs."""
+    fused values of its outputs (``clones``, when given, receives the new fused
+    instructions in post order)."""
     fc = fusion.called[0]
     if other.opcode != "fusion":
-        return [_clone_into(fc, other, [param_for(fusion, o) for o in other.operands])]
+        clone = _clone_into(fc, other, [param_for(fusion, o) for o in other.operands])
+        if clones is not None:
+            clones.append(clone)
+        return [clone]
     oc = other.called[0]
     mapping: dict[Instruction, Instruction] = {}
     root = oc.root
     mof = root.opcode == "tuple"
     for inst in oc.post_order():
         if inst.opcode == "parameter":
-            mapping[inst] = param_for(fusion, other.operands[inst.parameter_number])
+            mapping[inst] = param_for(fusion, other.operands[int(inst.payload)])
         elif inst is root and mof:
             continue
         else:
-            mapping[inst] = _clone_into(fc, inst, [mapping[o] for o in inst.operands])
+            clone = mapping[inst] = _clone_into(fc, inst, [mapping[o] for o in inst.operands])
+            if clones is not None:
+                clones.append(clone)
+    return [mapping[o] for o in root.operands] if mof else [mapping[root]]
+
+
+def _movable(fusion: Instruction, other: Instruction, comp: Computation, module,
+             as_output: bool) -> bool:
+    """Can :func:`absorb` move ``other`` (or its fused body) into ``fusion`` instead of
+    copying it?  Only when the copy's source dies with this absorb and no control edge is
+    involved (copies drop those): without ``as_output``, ``other`` feeds nothing but
+    ``fusion``; with it, ``other`` is a fusion whose users all move to the fusion's
+    outputs (a multi-output ``other``: all read through get-tuple-element)."""
+    if module is None or other._control_predecessors or other._control_successors or \
+            (_CONTROL_EDGES and recorded_control_edges(comp)):
+        return False
+    if as_output:
+        if other.opcode != "fusion":
+            return False  # the value itself has to stay until its users move
+        if other.called[0].root.opcode == "tuple":
+            for u in other._users:
+                if u is not fusion and u.opcode != "get-tuple-element":
+                    return False
+    else:
+        if len(other._users) != 1 or fusion not in other._users or comp.root is other:
+            return False
+        if other.opcode != "fusion":
+            return other.opcode != "parameter" and "control-predecessors" not in other.attrs
+    oc = other.called[0]
+    if oc.module is not module:
+        return False
+    for inst in oc._instructions:
+        if inst._control_predecessors or inst._control_successors or \
+                "control-predecessors" in inst.attrs:
+            return False
+    return True
+
+
+def _inline_moving(fusion: Instruction, other: Instruction, clones: list | None,
+                   old_names: list) -> list[Instruction]:
+    """:func:`_inline` for an ``other`` that dies with this fusion (see :func:`_movable`):
+    its instructions move into the fusion instead of being copied.  Everything a copy
+    would observe is kept: the new names (taken in the same order, the old ones released
+    by the caller where the copy's source would be), the parameters (same calls in the
+    same order), each moved instruction's users (rebuilt in post order, as copies get
+    them) and the insertion order of the fused computation."""
+    fc = fusion.called[0]
+    if other.opcode != "fusion":
+        operands = [param_for(fusion, o) for o in other.operands]
+        comp = other.parent
+        for o in other.operands:
+            o._users.pop(other, None)
+        del comp._instructions[other]
+        other.operands = operands
+        for o in operands:
+            o._users[other] = None
+        other._users = {}
+        old_names.append(other.name)
+        fc.add_instruction(other)
+        if clones is not None:
+            clones.append(other)
+        return [other]
+    oc = other.called[0]
+    mapping: dict[Instruction, Instruction] = {}
+    root = oc.root
+    mof = root.opcode == "tuple"
+    for inst in oc.post_order():
+        if inst.opcode == "parameter":
+            mapping[inst] = param_for(fusion, other.operands[int(inst.payload)])
+            continue
+        if inst is root and mof:
+            continue
+        operands = [mapping[o] for o in inst.operands]
+        for o in inst.operands:
+            o._users.pop(inst, None)
+        inst.operands = operands
+        inst._users = {}  # its users re-register as they move, in post order
+        for o in operands:
+            o._users[inst] = None
+        del oc._instructions[inst]
+        old_names.append(inst.name)
+        fc.add_instruction(inst)
+        mapping[inst] = inst
+        if clones is not None:
+            clones.append(inst)
     return [mapping[o] for o in root.operands] if mof else [mapping[root]]
 
 
@@ -162,13 +298,23 @@ def _append_output(fusion: Instruction, value: Instruction) -> int:
     return len(t.operands) - 1
 
 
-def absorb(fusion: Instruction, other: Instruction, as_output: bool = False) -> list:
+def absorb(fusion: Instruction, other: Instruction, as_output: bool = False,
+           clones: list | None = None, move: bool = False) -> list:
     """Fuse ``other`` into ``fusion`` (see the module docstring); returns the fused
-    values of ``other``'s outputs.  ``other`` is removed when nothing outside uses it."""
+    values of ``other``'s outputs.  ``other`` is removed when nothing outside uses it.
+    ``clones``, when given, receives the new fused instructions in post order.  ``move``:
+    when ``other`` would be removed, move its instructions instead of copying them (see
+    :func:`_movable`; the result is the same, names included; ``other`` itself then
+    lives on inside the fusion, or as an empty fusion outside any computation)."""
     comp = fusion.parent
     module = comp.module
     fc = fusion.called[0]
-    outs = _inline(fusion, other)
+    moved_names = None
+    if move and _movable(fusion, other, comp, module, as_output):
+        moved_names = []
+        outs = _inline_moving(fusion, other, clones, moved_names)
+    else:
+        outs = _inline(fusion, other, clones)
     # uses of `other` inside the fusion now read the inlined values
     for i in range(len(fusion.operands) - 1, -1, -1):
         o = fusion.operands[i]
@@ -181,7 +327,7 @@ def absorb(fusion: Instruction, other: Instruction, as_output: bool = False) -> 
             continue
         fc.parameters[i].replace_all_uses_with(value)
         _drop_operand(fusion, i)
-        if o is not other and o.user_count == 0 and not o.is_root:
+        if o is not other and not o._users and comp.root is not o:
             remove(comp, o)
     if as_output:
         if not is_mof(fusion):
@@ -199,6 +345,16 @@ def absorb(fusion: Instruction, other: Instruction, as_output: bool = False) -> 
         elif other.user_count or other.is_root:
             gte = add_gte(comp, fusion, base)
             other.replace_all_uses_with(gte)
+    if moved_names is not None:
+        # where the copy's source would go: the emptied fusion (no users left, see
+        # _movable), and the old names
+        if other.opcode == "fusion":
+            called = other.called[0]
+            remove(comp, other)
+            drop_computation(module, called)
+        for name in moved_names:
+            module.release_name(name)
+        return outs
     if other.user_count == 0 and not other.is_root:
         called = other.called[0] if other.opcode == "fusion" else None
         remove(comp, other)

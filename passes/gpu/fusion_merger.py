@@ -29,12 +29,23 @@ _SPLITTING = frozenset({"reduce", "reduce-window", "concatenate", "scatter", "so
 
 
 def _ir_size(inst) -> int:
-    return len(fused_instructions(inst)) if inst.opcode == "fusion" else 1
+    if inst.opcode != "fusion":
+        return 1
+    n = 0
+    for i in inst.called[0]._instructions:
+        if i.opcode != "parameter":
+            n += 1
+    return n
 
 
 def _splits(inst) -> int:
-    body = fused_instructions(inst) if inst.opcode == "fusion" else [inst]
-    return sum(1 for i in body if i.opcode in _SPLITTING)
+    if inst.opcode != "fusion":
+        return 1 if inst.opcode in _SPLITTING else 0
+    n = 0
+    for i in inst.called[0]._instructions:
+        if i.opcode in _SPLITTING:
+            n += 1
+    return n
 
 
 def producer_consumer_merged_too_large(producer, consumer, evaluations: dict | None = None,

@@ -23,7 +23,7 @@ from hlo_opt.analysis.reachability import Reachability
 from ..registry import register
 from ._fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
                        is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
-                       shapes_compatible_for_mof)
+                       real_hero_for_mof, shapes_compatible_for_mof)
 from ._fusion_util import absorb, create_fusion, set_kind
 from ._graph import computation_batch, control_tainted, fusible_computations
 from ._options import device_for
@@ -63,12 +63,20 @@ def _tuple_valued_root(inst) -> bool:
 def sibling_candidate(inst) -> str | None:
     if inst.user_count == 0:
         return "user count is zero"
+    reason = _root_reason(inst)
+    if reason:
+        return reason
+    if is_mof(inst) and any(u.opcode != "get-tuple-element" for u in inst.users):
+        return "there exists a non-GTE user"
+    return None
+
+
+def _root_reason(inst) -> str | None:
+    """The checks of sibling_candidate that ask the instruction itself only."""
     if not is_fusible_as_mof_root(inst):
         return "not fusible as MOF root"
     if _is_nestable_variadic_reduction(inst) or _tuple_valued_root(inst):
         return "merging with variadic reductions is not supported yet"
-    if is_mof(inst) and any(u.opcode != "get-tuple-element" for u in inst.users):
-        return "there exists a non-GTE user"
     return None
 
 
@@ -98,6 +106,7 @@ class GpuMultiOutputFusion:
         self.costs = CostCache()
         reach = Reachability(comp)
         info = FusionInfoCache()
+        self.info = info
         self.tainted = control_tainted(comp)
         changed = False
         worklist = comp.post_order()
@@ -117,10 +126,35 @@ class GpuMultiOutputFusion:
                 self.costs.invalidate(x)
             if consumer.opcode != "fusion":
                 consumer = create_fusion(comp, consumer, choose_fusion_kind(producer, consumer))
-            absorb(consumer, producer, as_output=True)
+            absorb(consumer, producer, as_output=True, move=True)
             reach.forget(producer)
             reach.update(consumer)
         return changed
+
+    # -- memoized facts (functions of an instruction itself; dropped with ``info``'s
+    # when the pass changes it; an rng's fusibility depends on its user count: asked
+    # afresh) --
+    def _root_ok(self, inst) -> str | None:
+        """sibling_candidate's checks of the instruction itself."""
+        if inst.opcode == "rng":
+            return _root_reason(inst)
+        return self.info.memo("mof_root", inst, _root_reason)
+
+    def _sibling_candidate(self, inst) -> str | None:
+        """sibling_candidate(inst)."""
+        if inst.user_count == 0:
+            return "user count is zero"
+        reason = self._root_ok(inst)
+        if reason:
+            return reason
+        if is_mof(inst) and any(u.opcode != "get-tuple-element" for u in inst.users):
+            return "there exists a non-GTE user"
+        return None
+
+    def _shapes_compatible(self, a, b) -> str | None:
+        memo = self.info.memo
+        return shapes_compatible_for_mof(a, b, (memo("mof_hero", a, real_hero_for_mof),
+                                                memo("mof_hero", b, real_hero_for_mof)))
 
     # -- siblings --
     def _fuse_siblings(self, comp, parent, reach: Reachability, info) -> bool:
@@ -131,24 +165,24 @@ class GpuMultiOutputFusion:
         i = 0
         while i < len(siblings):
             a = siblings[i]
-            if a.parent is not comp or a.opcode != "fusion" or sibling_candidate(a) or \
+            if a.parent is not comp or a.opcode != "fusion" or self._sibling_candidate(a) or \
                     a in self.tainted:
                 i += 1
                 continue
             j = i + 1
             while j < len(siblings):
                 b = siblings[j]
-                if b.parent is not comp or b in self.tainted or sibling_candidate(b) \
+                if b.parent is not comp or b in self.tainted or self._sibling_candidate(b) \
                         or reach.connected(a, b) \
-                        or shapes_compatible_for_mof(a, b) or _legal_to_fuse(a, b, self.device,
-                                                                              info):
+                        or self._shapes_compatible(a, b) or _legal_to_fuse(a, b, self.device,
+                                                                            info):
                     j += 1
                     continue
                 for x in (a, b):
                     info.invalidate(x)
                     self.costs.invalidate(x)
                 was_input = is_fusion_kind(b, "kInput")
-                absorb(a, b, as_output=True)
+                absorb(a, b, as_output=True, move=True)
                 if was_input:
                     set_kind(a, "kInput")
                 reach.forget(b)
@@ -168,13 +202,19 @@ class GpuMultiOutputFusion:
         if producer_multi_output_fusible(producer) or _tuple_valued_root(producer):
             return None
         candidates = []
+        memo = info.memo
         for consumer in users:
-            if consumer in self.tainted or not is_fusible_as_mof_root(consumer) or \
-                    _tuple_valued_root(consumer):
+            if consumer in self.tainted:
+                continue
+            if consumer.opcode == "rng":
+                if not is_fusible_as_mof_root(consumer) or _tuple_valued_root(consumer):
+                    continue
+            elif not memo("mof_root_fusible", consumer, is_fusible_as_mof_root) or \
+                    memo("tuple_root", consumer, _tuple_valued_root):
                 continue
             if is_mof(consumer) and any(u.opcode != "get-tuple-element" for u in consumer.users):
                 continue
-            if shapes_compatible_for_mof(producer, consumer):
+            if self._shapes_compatible(producer, consumer):
                 continue
             if any(o is not producer and reach.reaches(producer, o) for o in consumer.operands):
                 continue

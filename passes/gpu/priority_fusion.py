@@ -13,29 +13,48 @@ per output, and no epilogue that would turn a reduction fusion into a loop fusio
 Simplified against XLA: the model is :mod:`hlo_opt.analysis.perf_model` (no tiling
 analysis, no Triton), instruction names do not get XLA's ``.0`` suffix, and priorities
 are integers of nanoseconds as in XLA.
+
+Cost, as XLA's: priorities live in a heap and only the neighbourhood of a fusion (the new
+fusion and its operands) is priced again.  What pricing asks is memoized per instruction
+and dropped when the instruction changes: the fusibility facts (:class:`_Facts`, a
+fusion's found in one walk over its body), the cost model's entries
+(:class:`~hlo_opt.analysis.cost.CostCache`), can-fuse answers, and each consumer's
+indexing evaluation, which grows with the fusion instead of being rebuilt
+(:meth:`~._indexing.IndexingEvaluation.absorbed`).  A producer that dies with the fusion
+moves into it instead of being copied.  tests/passes/gpu/test_fusion_incremental.py
+checks all of this against recomputing from scratch.
 """
 from __future__ import annotations
 
 import heapq
+from heapq import heappush
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
 from ..registry import register
-from ._fusible import (FusionInfoCache, can_emit_input_fused_scatter, choose_fusion_kind,
-                       fused_instructions, fusion_fits_in_budget, is_elementwise,
-                       is_fusible as hlo_is_fusible, is_input_fusible, is_input_fusible_reduction,
-                       is_intermediate, should_fuse_in_place_op)
+from ._fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
+                       MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
+                       _subshape_count, _unnested_reductions, can_emit_input_fused_scatter,
+                       choose_fusion_kind, fused_instructions, is_elementwise,
+                       is_fusible as hlo_is_fusible, is_input_fusible,
+                       is_input_fusible_reduction, is_input_fusible_transpose,
+                       in_place_operands, is_intermediate, should_fuse_in_place_op)
 from ._fusion_util import absorb, absorb_consumer, create_fusion, set_kind
 from ._graph import computation_batch, control_tainted, fusible_computations, remove
 from ._options import device_for, options_for
-from .fusion_merger import producer_consumer_merged_too_large
+from ._indexing import IndexingEvaluation
+from .fusion_merger import (_SPLITTING, MAX_BASIC_BLOCK_SPLITS_PER_FUSION, MAX_IR_SIZE,
+                            _ir_size, _splits)
 
 _ELEMENTAL = frozenset({"copy", "iota", "constant", "reduce", "bitcast", "broadcast",
                         "concatenate", "dynamic-slice", "dynamic-update-slice", "gather",
                         "pad", "reduce-window", "reshape", "reverse", "scatter", "slice",
                         "transpose"})
 INF = float("inf")
+_MISSING = object()
+# operands of a new fusion whose priority is not recomputed (see the loop)
+_NOT_REPRICED = frozenset({"broadcast", "constant", "get-tuple-element"})
 
 
 def gpu_fusible(inst) -> bool:
@@ -50,7 +69,13 @@ def gpu_fusible(inst) -> bool:
 
 
 def _significant_reduce(inst) -> bool:
-    body = fused_instructions(inst) if inst.opcode == "fusion" else [inst]
+    op = inst.opcode
+    if op == "fusion":
+        body = inst.called[0]._instructions
+    elif op == "reduce":
+        body = (inst,)
+    else:
+        return False
     for node in body:
         if node.opcode == "reduce" and node.shape.is_array():
             if node.operands[0].shape.num_elements() // max(node.shape.num_elements(), 1) >= 16:
@@ -66,6 +91,59 @@ def _all_intermediate(inst) -> bool:
 
 def _is_small_constant(inst) -> bool:
     return inst.opcode == "constant" and inst.shape.is_array() and inst.shape.num_elements() <= 1
+
+
+class _Facts:
+    """The memoized per-instruction facts :meth:`GpuPriorityFusion.can_fuse` asks (None:
+    not asked yet); functions of the instruction itself (its body, shapes, operand count,
+    kind), dropped with the record when the instruction changes.  A fusion's are all
+    found in one walk over its body (:func:`_fusion_facts`)."""
+
+    __slots__ = ("fusible", "sigred", "inred", "infus", "allint", "shared", "reductions",
+                 "splits", "irsize", "inscatter", "inplace")
+
+    def __init__(self):
+        self.fusible = self.sigred = self.inred = self.infus = self.allint = None
+        self.shared = self.reductions = self.splits = self.irsize = None
+        self.inscatter = self.inplace = None
+
+
+def _fusion_facts(fusion) -> _Facts:
+    """The facts of a fusion that one walk over its body finds (the same values as
+    gpu_fusible, _significant_reduce, _shared_memory, _unnested_reductions, _splits,
+    _ir_size and is_input_fusible_scatter ask one by one); the rest stay to be asked."""
+    f = _Facts()
+    comp = fusion.called[0]
+    sigred = False
+    shared = reductions = splits = irsize = 0
+    splitting = _SPLITTING
+    for i in comp._instructions:
+        op = i.opcode
+        if op == "parameter":
+            continue
+        irsize += 1
+        if op in splitting:
+            splits += 1
+        if op == "reduce":
+            if not sigred and i.shape.is_array() and i.operands[0].shape.num_elements() // max(
+                    i.shape.num_elements(), 1) >= 16:
+                sigred = True
+            shared += _shared_memory(i)
+            reductions += _unnested_reductions(i)
+        elif op == "copy" or op == "transpose":
+            shared += _shared_memory(i)
+        elif op == "fusion":
+            shared += _shared_memory(i)
+            reductions += _unnested_reductions(i)
+    kind = fusion.attrs.get("kind")
+    f.fusible = kind != "kCustom"  # hlo_is_fusible is true for every fusion
+    f.sigred = sigred
+    f.shared = shared
+    f.reductions = reductions
+    f.splits = splits
+    f.irsize = irsize
+    f.inscatter = (kind or "kLoop") == "kInput" and comp.root.opcode == "scatter"
+    return f
 
 
 class _Queue:
@@ -114,8 +192,8 @@ class GpuPriorityFusion:
     def _run(self, module) -> bool:
         self.options = options_for(module)
         self.device = device_for(module)
-        self.info = FusionInfoCache()
-        self._gpufus = self.info.table("gpufus")
+        self._facts: dict = {}  # instruction -> _Facts
+        self._smem_budget = self.device.shared_memory_per_block
         self.costs = CostCache()
         self.evaluations: dict = {}
         changed = False
@@ -125,41 +203,134 @@ class GpuPriorityFusion:
 
     # -- decisions --
     def can_fuse(self, producer, consumer) -> str | None:
-        if producer in self.tainted or consumer in self.tainted:
+        """The fusion decision (None: fuse).  The per-instruction facts it asks are
+        memoized in ``self._facts`` (dropped when an instruction changes); this runs for
+        every candidate pair, so it reads them directly."""
+        tainted = self.tainted
+        if tainted and (producer in tainted or consumer in tainted):
             return "control dependencies"
-        gpufus = self._gpufus
-        v = gpufus.get(producer)
+        facts = self._facts
+        pop = producer.opcode
+        cop = consumer.opcode
+        pf = facts.get(producer)
+        if pf is None:
+            pf = facts[producer] = _fusion_facts(producer) if pop == "fusion" else _Facts()
+        v = pf.fusible
         if v is None:
-            v = gpufus[producer] = gpu_fusible(producer)
+            v = pf.fusible = gpu_fusible(producer)
         if not v:
             return "the producer is not fusible"
-        v = gpufus.get(consumer)
+        cf = facts.get(consumer)
+        if cf is None:
+            cf = facts[consumer] = _fusion_facts(consumer) if cop == "fusion" else _Facts()
+        v = cf.fusible
         if v is None:
-            v = gpufus[consumer] = gpu_fusible(consumer)
+            v = cf.fusible = gpu_fusible(consumer)
         if not v:
             return "the consumer is not fusible"
-        if consumer.opcode == "bitcast":
+        if cop == "bitcast":
             return "not fusing into a single bitcast as consumer"
-        reason = can_emit_input_fused_scatter(producer, consumer)
-        if reason:
-            return reason
-        memo = self.info.memo
-        if memo("sigred", producer, _significant_reduce) and \
-                memo("sigred", consumer, _significant_reduce):
-            return "both the producer and the consumer contain a reduce"
-        if memo("inred", producer, is_input_fusible_reduction) and \
-                not memo("infus", consumer, is_input_fusible) and \
-                not memo("allint", consumer, _all_intermediate):
-            return "fusion into output of a reduce fusion would create a loop fusion"
-        reason = fusion_fits_in_budget(consumer, producer, self.device, True, self.info)
-        if reason:
-            return reason
-        if producer_consumer_merged_too_large(producer, consumer, self.evaluations,
-                                              self.info):
+        # can_emit_input_fused_scatter: nothing to object to unless one of them is an
+        # input-fusible scatter
+        if pop == "scatter" or cop == "scatter" or (pop == "fusion" and pf.inscatter) or (
+                cop == "fusion" and cf.inscatter):
+            reason = can_emit_input_fused_scatter(producer, consumer)
+            if reason:
+                return reason
+        v = pf.sigred
+        if v is None:
+            v = pf.sigred = _significant_reduce(producer)
+        if v:
+            v = cf.sigred
+            if v is None:
+                v = cf.sigred = _significant_reduce(consumer)
+            if v:
+                return "both the producer and the consumer contain a reduce"
+        v = pf.inred
+        if v is None:
+            v = pf.inred = is_input_fusible_reduction(producer)
+        if v:
+            v = cf.infus
+            if v is None:
+                v = cf.infus = is_input_fusible(consumer)
+            if not v:
+                v = cf.allint
+                if v is None:
+                    v = cf.allint = _all_intermediate(consumer)
+                if not v:
+                    return "fusion into output of a reduce fusion would create a loop fusion"
+        # fusion_fits_in_budget(consumer, producer, device, True), inlined
+        a = cf.shared
+        if a is None:
+            a = cf.shared = _shared_memory(consumer)
+        b = pf.shared
+        if b is None:
+            b = pf.shared = _shared_memory(producer)
+        if a + b > self._smem_budget:
+            return (f"shared memory usage would be over the budget of "
+                    f"{self._smem_budget}B")
+        a = cf.reductions
+        if a is None:
+            a = cf.reductions = _unnested_reductions(consumer)
+        b = pf.reductions
+        if b is None:
+            b = pf.reductions = _unnested_reductions(producer)
+        if a + b > MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION:
+            return (f"over {MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION} unnested reductions in "
+                    "fusion")
+        cs = consumer.shape
+        ps = producer.shape
+        outputs = (_subshape_count(cs) if cs.element_type == "tuple" else 1) + \
+            (_subshape_count(ps) if ps.element_type == "tuple" else 1)
+        if len(consumer.operands) + len(producer.operands) - 1 + outputs > \
+                MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
+            operands = set(consumer.operands) | set(producer.operands)
+            operands.discard(consumer)
+            operands.discard(producer)
+            if len(operands) > len(consumer.operands) and \
+                    len(operands) + outputs > MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
+                return ("Number of operands and output buffers is larger than allowed "
+                        "budget per fusion")
+        # fusion_merger.producer_consumer_merged_too_large, inlined
+        replication = 1
+        if cop == "fusion" and producer in consumer.operands:
+            evaluations = self.evaluations
+            ev = evaluations.get(consumer)
+            if ev is None:
+                ev = evaluations[consumer] = IndexingEvaluation(consumer)
+            replication = ev.emitted(producer)
+            if replication < 1:
+                replication = 1
+        a = pf.splits
+        if a is None:
+            a = pf.splits = _splits(producer)
+        b = cf.splits
+        if b is None:
+            b = cf.splits = _splits(consumer)
+        n_splits = replication * a + b
+        too_large = n_splits > MAX_BASIC_BLOCK_SPLITS_PER_FUSION
+        if not too_large:
+            a = pf.irsize
+            if a is None:
+                a = pf.irsize = _ir_size(producer)
+            b = cf.irsize
+            if b is None:
+                b = cf.irsize = _ir_size(consumer)
+            too_large = (a * replication + b) * (1 << n_splits) > MAX_IR_SIZE
+        if too_large:
             return "the fusion would result in an overly large code duplication"
-        if producer.is_root:
+        parent = producer.parent
+        if parent is not None and parent.root is producer:  # producer.is_root
             return "not fusing into the output of the root instruction"
-        return should_fuse_in_place_op(producer, consumer)
+        if cop == "fusion":
+            v = cf.inplace
+            if v is None:
+                v = cf.inplace = bool(in_place_operands(consumer))
+            if v:
+                return should_fuse_in_place_op(producer, consumer)
+        elif cop == "dynamic-update-slice" or cop == "scatter":
+            return should_fuse_in_place_op(producer, consumer)
+        return None
 
     def can_fuse_cached(self, producer, consumer, queue: _Queue) -> str | None:
         cache = queue.can_fuse_cache.get(producer)
@@ -171,24 +342,52 @@ class GpuPriorityFusion:
         return reason
 
     def priority(self, producer, queue: _Queue) -> float:
-        if producer.opcode == "bitcast":
+        op = producer.opcode
+        if op == "bitcast":
             return INF
-        if producer.opcode == "constant":
+        if op == "constant":
             return -INF
-        users = producer.users
+        users = producer._users  # (read only here: iterating it directly is safe)
         if not users:
             return -INF
         any_non_bitcast = False
+        cache = None
         for u in users:
             if u.opcode != "bitcast":
                 any_non_bitcast = True
-                if self.can_fuse_cached(producer, u, queue):
+                if cache is None:  # can_fuse_cached, inlined
+                    cache = queue.can_fuse_cache.get(producer)
+                    if cache is None:
+                        cache = queue.can_fuse_cache[producer] = {}
+                reason = cache.get(u, _MISSING)
+                if reason is _MISSING:
+                    reason = cache[u] = self.can_fuse(producer, u)
+                if reason:
                     return -INF
         if not any_non_bitcast:
             return -INF
         unfused, fused = estimate_run_times(producer, users, device=self.device,
                                             cache=self.costs)
         return round((unfused - fused) * 1e9)
+
+    def _kind(self, producer, consumer) -> str:
+        """choose_fusion_kind(producer, consumer) from the memoized facts (an rng's
+        fusibility depends on its user count, so an rng is asked afresh)."""
+        facts = self._facts
+        for inst in (consumer, producer):
+            if inst.opcode == "rng":
+                v = is_input_fusible(inst)
+            else:
+                f = facts.get(inst)
+                if f is None:
+                    f = facts[inst] = _fusion_facts(inst) if inst.opcode == "fusion" \
+                        else _Facts()
+                v = f.infus
+                if v is None:
+                    v = f.infus = is_input_fusible(inst)
+            if v:
+                return "kInput"
+        return "kLoop"
 
     # -- the loop --
     def _run_on(self, comp) -> bool:
@@ -200,11 +399,19 @@ class GpuPriorityFusion:
                 continue
             queue.set_priority(inst)
         changed = False
+        evaluations = self.evaluations
+        cost_entries = self.costs.entries
+        facts = self._facts
+        can_fuse_cache = queue.can_fuse_cache
+        version = queue.version
+        heap = queue.heap
+        priority = self.priority
+        self._kept_evaluation = None
         while True:
             producer = queue.pop()
             if producer is None:
                 break
-            consumers = list(producer.users)
+            consumers = list(producer._users)
             if producer.opcode == "bitcast":
                 consumers = [c for c in consumers if not self.can_fuse_cached(producer, c, queue)]
             if not consumers:
@@ -217,32 +424,44 @@ class GpuPriorityFusion:
             for consumer in consumers:
                 if consumer.opcode == "bitcast" or consumer.parent is not comp:
                     continue
-                queue.invalidate(producer)
-                queue.invalidate(consumer)
+                # queue.invalidate(producer), queue.invalidate(consumer)
                 for x in (producer, consumer):
-                    self.costs.invalidate(x)
-                    self.evaluations.pop(x, None)
-                    self.info.invalidate(x)
-                fusion = self._fuse(producer, consumer, comp)
-                self.costs.invalidate(fusion)
-                self.evaluations.pop(fusion, None)
+                    can_fuse_cache.pop(x, None)
+                    for o in x.operands:
+                        cached = can_fuse_cache.get(o)
+                        if cached is not None:
+                            cached.pop(x, None)
+                cost_entries.pop(producer, None)
+                cost_entries.pop(consumer, None)
+                kind = self._kind(producer, consumer)
+                facts.pop(producer, None)
+                facts.pop(consumer, None)
+                evaluations.pop(producer, None)
+                ev = evaluations.pop(consumer, None)
+                fusion = self._fuse(producer, consumer, comp, ev, kind)
+                cost_entries.pop(fusion, None)
+                evaluations.pop(fusion, None)
+                if self._kept_evaluation is not None:
+                    evaluations[fusion] = self._kept_evaluation
+                    self._kept_evaluation = None
                 if fusion is not consumer:
-                    queue.remove(consumer)
+                    version.pop(consumer, None)
                     to_update.pop(consumer, None)
                 changed = True
-                for o in fusion.operands:
-                    # XLA skips broadcasts (and the operands of a fused broadcast) here:
-                    # a CSE'd broadcast feeds many fusions, and re-pricing it after every
-                    # one of them is quadratic; it is priced once and fused at its turn.
-                    if o is producer or producer.opcode == "broadcast" or o.opcode in (
-                            "broadcast", "constant", "get-tuple-element"):
-                        continue
-                    if hlo_is_fusible(o):
-                        to_update[o] = None
+                if producer.opcode != "broadcast":
+                    for o in fusion.operands:
+                        # XLA skips broadcasts (and the operands of a fused broadcast)
+                        # here: a CSE'd broadcast feeds many fusions, and re-pricing it
+                        # after every one of them is quadratic; it is priced once and fused
+                        # at its turn.
+                        if o is producer or o.opcode in _NOT_REPRICED:
+                            continue
+                        if hlo_is_fusible(o):
+                            to_update[o] = None
                 to_update[fusion] = None
                 fused_now.add(fusion)
-            if producer.parent is comp and producer.user_count == 0 and not producer.is_root:
-                queue.remove(producer)
+            if producer.parent is comp and not producer._users and comp.root is not producer:
+                version.pop(producer, None)
                 to_update.pop(producer, None)
                 self._remove(comp, producer)
             for inst in to_update:
@@ -252,9 +471,18 @@ class GpuPriorityFusion:
                     # the fusions changed here lose theirs; an rng's fusibility depends on
                     # its user count, so it is asked again.
                     if inst in fused_now or inst.opcode == "rng":
-                        self.info.invalidate(inst)
-                    queue.invalidate(inst)
-                    queue.set_priority(inst)
+                        facts.pop(inst, None)
+                    # queue.invalidate(inst), queue.set_priority(inst)
+                    can_fuse_cache.pop(inst, None)
+                    for o in inst.operands:
+                        cached = can_fuse_cache.get(o)
+                        if cached is not None:
+                            cached.pop(inst, None)
+                    prio = priority(inst, queue)
+                    queue.counter += 1
+                    version[inst] = queue.counter
+                    if prio >= 0:
+                        heappush(heap, (-prio, queue.counter, inst))
         # finally, small constants go into every fusible user
         for constant in [i for i in comp.instructions if _is_small_constant(i)]:
             if constant in self.tainted:
@@ -268,21 +496,46 @@ class GpuPriorityFusion:
                 remove(comp, constant)
         return changed
 
-    def _fuse(self, producer, consumer, comp):
-        kind = choose_fusion_kind(producer, consumer)
+    def _fuse(self, producer, consumer, comp, evaluation=None, kind=None):
+        """Fuse ``producer`` into ``consumer``; returns the fusion.  ``evaluation``: the
+        consumer's indexing evaluation before, if any; brought up to date (and left in
+        ``self._kept_evaluation``) when the consumer fusion just grows by the producer.
+        ``kind``: choose_fusion_kind(producer, consumer), when the caller knows it."""
+        if kind is None:
+            kind = choose_fusion_kind(producer, consumer)
         if producer.opcode == "fusion" and consumer.opcode != "fusion" and \
                 producer.user_count == 1 and producer.called[0].root.opcode != "tuple":
             # grow the producer's fusion downwards: same result, linear cost
             set_kind(producer, kind)
-            return absorb_consumer(producer, consumer)
+            fusion = absorb_consumer(producer, consumer)
+            self._operand_replaced(fusion)
+            return fusion
         if consumer.opcode == "fusion":
             fusion = consumer
             if kind == "kInput":
                 set_kind(fusion, kind)
         else:
-            fusion = create_fusion(comp, consumer, kind)
-        absorb(fusion, producer)
+            fusion = create_fusion(comp, consumer, kind, move=True)
+            self._operand_replaced(fusion)
+        if evaluation is not None and not evaluation.stale and fusion is consumer and not (
+                producer.opcode == "fusion" and producer.called[0].root.opcode == "tuple"):
+            clones: list = []
+            outs = absorb(fusion, producer, clones=clones, move=True)
+            evaluation.absorbed(producer, outs[0], clones)
+            self._kept_evaluation = evaluation
+        else:
+            absorb(fusion, producer, move=True)
         return fusion
+
+    def _operand_replaced(self, fusion) -> None:
+        """``fusion`` took the place of an instruction: its users' indexing evaluations
+        (if any) still name the old operand; they stay in use as they are, but are no
+        longer grown incrementally."""
+        evaluations = self.evaluations
+        for user in fusion._users:
+            ev = evaluations.get(user)
+            if ev is not None:
+                ev.stale = True
 
     def _remove(self, comp, inst) -> None:
         if inst.opcode == "fusion":

@@ -350,6 +350,13 @@ _SIMPLE_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multipl
 _BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 
 
+def _contiguous_power(a, b):
+    """numpy's float power takes a SIMD path for contiguous inputs and libm otherwise, and
+    the two differ in the last bit; contiguous inputs make the result independent of how
+    the operands happen to be laid out in memory (a broadcast or reversed view)."""
+    return np.power(np.asarray(a, order="C"), np.asarray(b, order="C"))
+
+
 def _make_binary(inst):
     op = inst.opcode
     et = inst.operands[0].shape.element_type
@@ -386,7 +393,7 @@ def _make_binary(inst):
             return lambda a, b: np.logical_or(a, np.logical_not(b))
         if k == "c":
             return _complex_power
-        return _adapt(np.power, et, et_out, 2)
+        return _adapt(_contiguous_power, et, et_out, 2)
     if op == "atan2":
         if k not in ("f",):
             _unsupported(op, et)
