@@ -116,3 +116,29 @@ def skipped_computations(module, combine_while_loops: bool) -> set:
     return skip
 
 
+def run_dim_combiner(combiner, module, opcode: str, flag_prefix: str, combine_fn) -> bool:
+    """The run of the all-gather and reduce-scatter combiners: thresholds and combine-by-dim
+    from the pass or else from ``--xla_gpu_<flag_prefix>_combine_*`` flags, then
+    :func:`combine_by_key` over every computation not skipped."""
+    from ..gpu._options import options_for
+    from ._util import contains_layout_constrained
+    opts = options_for(module)
+    threshold = combiner.combine_threshold_in_bytes
+    if threshold is None:
+        threshold = getattr(opts, f"xla_gpu_{flag_prefix}_combine_threshold_bytes")
+    by_dim = combiner.combine_by_dim
+    if by_dim is None:
+        by_dim = getattr(opts, f"xla_gpu_enable_{flag_prefix}_combine_by_dim")
+    if threshold <= 0 or combiner.combine_threshold_count <= 0:
+        return False
+    if contains_layout_constrained(module, (opcode,)):
+        return False
+    skip = skipped_computations(module, combiner.combine_while_loops)
+    changed = False
+    for comp in list(module.computations):
+        if comp in skip:
+            continue
+        changed |= combine_by_key(comp, lambda i: combiner.key(i, by_dim),
+                                  lambda members, c=comp: combine_fn(c, members),
+                                  threshold, combiner.combine_threshold_count)
+    return changed

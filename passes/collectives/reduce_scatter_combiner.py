@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..gpu._options import options_for
 from ..registry import register
-from ._combine import combine_by_key, replace_all, skipped_computations
+from ._combine import replace_all, run_dim_combiner
 from ._combine_dims import aligned_operands, most_frequent_dim, piece
-from ._util import all_reduce_key, combined_attrs, contains_layout_constrained, \
-    reduction_kind
+from ._util import all_reduce_key, combined_attrs, reduction_kind
 
 
 def combine_reduce_scatters(comp, members) -> None:
@@ -67,23 +65,4 @@ class ReduceScatterCombiner:
         return key, (inst.dimensions[0] if by_dim else -1)
 
     def run(self, module) -> bool:
-        opts = options_for(module)
-        threshold = self.combine_threshold_in_bytes
-        if threshold is None:
-            threshold = opts.xla_gpu_reduce_scatter_combine_threshold_bytes
-        by_dim = self.combine_by_dim
-        if by_dim is None:
-            by_dim = opts.xla_gpu_enable_reduce_scatter_combine_by_dim
-        if threshold <= 0 or self.combine_threshold_count <= 0:
-            return False
-        if contains_layout_constrained(module, ("reduce-scatter",)):
-            return False
-        skip = skipped_computations(module, self.combine_while_loops)
-        changed = False
-        for comp in list(module.computations):
-            if comp in skip:
-                continue
-            changed |= combine_by_key(comp, lambda i: self.key(i, by_dim),
-                                      lambda members: combine_reduce_scatters(comp, members),
-                                      threshold, self.combine_threshold_count)
-        return changed
+        return run_dim_combiner(self, module, "reduce-scatter", "reduce_scatter", combine_reduce_scatters)
