@@ -21,8 +21,8 @@ import math
 
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder, scalar_computation
-from ._rewrite import control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.builder import Builder, scalar_computation
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from .registry import register
 
 

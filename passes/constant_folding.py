@@ -20,7 +20,7 @@ from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.module import HloModule
 from hlo_opt.ir.opcodes import SIDE_EFFECTING
 
-from ._rewrite import control_successors, remove_dead
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 from .registry import register
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements

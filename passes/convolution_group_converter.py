@@ -35,7 +35,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import BIT_WIDTH
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import (derived_attrs, non_fusion_computations, replace_instruction,
                              scalar_binary_computation)
 from .registry import register

@@ -25,7 +25,7 @@ from __future__ import annotations
 from hlo_opt.flags import DebugOptions
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder, dot_dims
+from hlo_opt.rewrite.builder import Builder, dot_dims
 from ._expander_util import non_fusion_computations
 from .registry import register
 

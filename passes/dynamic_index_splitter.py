@@ -9,7 +9,7 @@ Fusion computations are not visited.
 """
 from __future__ import annotations
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import non_fusion_computations, replace_instruction, split_index_vector
 from .registry import register
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
-from ._rewrite import control_successors, remove_dead
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 from .registry import register
 
 

@@ -30,7 +30,7 @@ import math
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import BIT_WIDTH, is_complex
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import new_computation, non_fusion_computations, replace_instruction
 from .registry import register
 

@@ -34,7 +34,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from ._build import Builder, scalar_computation
+from hlo_opt.rewrite.builder import Builder, scalar_computation
 from ._expander_util import (collapse_first_n_dims, dynamic_slice_vec,
                              dynamic_update_slice_vec, elide_degenerate_dims,
                              insert_degenerate_dims, make_counted_loop, new_computation,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.shape import Shape
 
-from ._rewrite import comp_has_opcode, control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.rules import comp_has_opcode, control_successors, has_opcode, remove_dead
 from .registry import register
 
 

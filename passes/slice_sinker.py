@@ -22,7 +22,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE
 from hlo_opt.ir.types import BIT_WIDTH
 
-from ._rewrite import comp_has_opcode
+from hlo_opt.rewrite.rules import comp_has_opcode
 from .registry import register
 
 # Attributes SameOp ignores (HloInstruction::IdenticalSlowPath compares none of them).

@@ -22,7 +22,7 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import non_fusion_computations, replace_instruction
 from .registry import register
 

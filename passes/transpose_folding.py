@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.attributes import ConvDimLabels
 
-from ._build import Builder, dot_dims, dot_extra_attrs
-from ._rewrite import control_successors, remove_dead
+from hlo_opt.rewrite.builder import Builder, dot_dims, dot_extra_attrs
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 from .registry import register
 
 

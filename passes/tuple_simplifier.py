@@ -10,7 +10,7 @@ and control edges are relayed the way XLA's RelayControlDependenciesSafely does.
 """
 from __future__ import annotations
 
-from ._rewrite import comp_has_opcode
+from hlo_opt.rewrite.rules import comp_has_opcode
 from .dce import control_successor_set, remove_instruction_and_unused_operands
 from .registry import register
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hlo_opt.ir.instruction import Instruction
 
-from ._rewrite import has_opcode
+from hlo_opt.rewrite.rules import has_opcode
 from ._while_util import while_body, while_cond
 from .registry import register
 

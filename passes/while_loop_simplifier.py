@@ -17,8 +17,8 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
-from ._rewrite import control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
 from .registry import register
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from hlo_opt.ir.literal import Literal
 
-from ._rewrite import control_successors, remove_dead
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 from .constant_folding import has_side_effect
 from .registry import register
 

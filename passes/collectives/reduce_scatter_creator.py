@@ -23,7 +23,7 @@ from ..dce import control_successor_set, remove_instruction_and_unused_operands
 from ..registry import register
 from ._reduce_scatter_match import _count, match_reduce_scatter
 from ._util import next_channel_id
-from .._build import slice_text
+from hlo_opt.rewrite.builder import slice_text
 
 
 def non_fusion_non_composite_computations(module):

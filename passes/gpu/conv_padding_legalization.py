@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from hlo_opt.ir.attributes import Window
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
 from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_TARGETS,
                          FORWARD_TARGETS, DimNums, clone_conv, has_dilation,
                          has_negative_padding, has_symmetric_padding, is_cudnn_conv,
                          replace_call, sliced_result, window_of)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 
 def is_forward_canonical(conv) -> bool:

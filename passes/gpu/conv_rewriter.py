@@ -40,13 +40,13 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_float, is_integral
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
 from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_FORWARD, DimNums,
                          make_cudnn_conv, padding_high_for, replace_call, replace_with_result,
                          window_of)
-from ._graph import add_gte, fusible_computations, remove_dead_operands
+from hlo_opt.rewrite.graph import add_gte, fusible_computations, remove_dead_operands
 from ._options import device_for
 
 _F8_SUPPORTED = frozenset({"f8e4m3fn", "f8e5m2"})

@@ -30,7 +30,7 @@ from hlo_opt.ir.shape import Shape
 
 from ..registry import register
 from ._computations import nonfusion_computations
-from ._graph import remove
+from hlo_opt.rewrite.graph import remove
 from ._options import device_for, options_for
 
 # (minimum compute capability, element type, multiple): CublasPaddingRequirements

@@ -25,14 +25,14 @@ from __future__ import annotations
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
 from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_BIAS_ACTIVATION,
                          CONV_TARGETS, FORWARD_TARGETS, ComputeCapabilityPass, DimNums,
                          clone_conv, is_cudnn_conv, replace_call, sliced_result,
                          supports_optimized_integer_conv)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 TENSOR_CORE_MAX_GROWTH = 1.35   # kMaxBytesTouchedBound, f16 (inclusive)
 INTEGER_MAX_GROWTH = 2.0        # kMaxBytesTouchedBound, integers (exclusive)

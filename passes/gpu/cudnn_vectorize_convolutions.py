@@ -25,13 +25,13 @@ import json
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
 from ..registry import register
 from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, ComputeCapabilityPass, DimNums,
                          clone_conv, replace_call,
                          supports_optimized_integer_conv)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 from ._options import options_for
 
 

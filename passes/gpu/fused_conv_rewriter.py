@@ -21,7 +21,7 @@ from ..registry import register
 from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, DimNums, config_text,
                          conv_config, is_cudnn_conv, make_cudnn_conv, replace_call,
                          replace_with_result, window_of)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 _TYPES = frozenset({"f16", "bf16", "f32"})
 

@@ -14,12 +14,12 @@ from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
 from ..registry import register
-from ._fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
                        fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
                        is_physically_transposing, producer_consumer_fusible)
-from ._fusion_util import absorb, create_fusion
-from ._graph import computation_batch, control_tainted, fusible_computations
-from ._indexing import IndexingEvaluation
+from hlo_opt.rewrite.fusion import absorb, create_fusion
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
+from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 from ._options import device_for, options_for
 
 MAX_IR_SIZE = 10_000

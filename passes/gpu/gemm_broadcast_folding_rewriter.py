@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..registry import register
 from ._computations import nonfusion_computations
 from ._gemm_common import gemm_config, is_gemm, set_gemm_config
-from ._graph import remove_dead_operands
+from hlo_opt.rewrite.graph import remove_dead_operands
 
 
 def fold_broadcast(gemm) -> bool:

@@ -28,7 +28,7 @@ from ._gemm_common import (AUX_EPILOGUES, GEMM_TARGET, LT_TARGET, gemm_config,  
                            gemm_name, is_batched, is_gemm, read_config, set_gemm_config,
                            write_config)
 from ._gemm_epilogue import EpilogueFusion
-from ._graph import fusible_computations, remove_dead_operands
+from hlo_opt.rewrite.graph import fusible_computations, remove_dead_operands
 from ._options import device_for, options_for
 
 DEFAULT_WORKSPACE = 4 * 1024 * 1024

@@ -26,11 +26,11 @@ from hlo_opt.analysis.reachability import Reachability
 
 from ..registry import register
 from ._computations import nonfusion_computations
-from ._fusible import (fusion_fits_in_budget, is_consumer_the_only_non_root_user,
+from hlo_opt.analysis.gpu.fusible import (fusion_fits_in_budget, is_consumer_the_only_non_root_user,
                        is_fusion_kind, is_input_fusible_reduction, real_hero_for_mof,
                        shapes_compatible_for_mof)
-from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, control_tainted
+from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
+from hlo_opt.rewrite.graph import computation_batch, control_tainted
 from ._options import device_for
 
 

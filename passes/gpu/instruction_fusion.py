@@ -24,14 +24,14 @@ from __future__ import annotations
 from hlo_opt.analysis.reachability import Reachability
 
 from ..registry import register
-from ._fusible import (FusionInfoCache, creates_heavy_computation, is_input_fusible,
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation, is_input_fusible,
                        effectively_at_most_unary, fusion_fits_in_budget, gpu_is_expensive,
                        is_always_duplicable, is_fusible, is_input_fusible_reduction,
                        is_physically_transposing, producer_consumer_fusible,
                        reuses_operand_elements, should_fuse_in_place_op)
-from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, control_tainted, fusible_computations, remove
-from ._indexing import IndexingEvaluation
+from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
+from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 from ._options import device_for, options_for
 
 MAX_ALL_PATHS_DEPTH = 200

@@ -25,8 +25,8 @@ from hlo_opt.ir.shape import Layout, Shape
 from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, DimNums,
                          is_cudnn_conv)
-from ._fusible import is_elementwise
-from ._graph import fusible_computations, remove_dead_operands
+from hlo_opt.analysis.gpu.fusible import is_elementwise
+from hlo_opt.rewrite.graph import fusible_computations, remove_dead_operands
 from ._options import device_for
 from .gemm_rewriter import is_gemm
 

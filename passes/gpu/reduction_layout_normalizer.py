@@ -11,7 +11,7 @@ from hlo_opt.analysis.layout import minor_to_major
 from hlo_opt.ir.shape import Layout, Shape
 
 from ..registry import register
-from ._graph import add_gte, fusible_computations
+from hlo_opt.rewrite.graph import add_gte, fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
 
 

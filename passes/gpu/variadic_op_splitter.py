@@ -9,7 +9,7 @@ from __future__ import annotations
 from hlo_opt.ir.shape import Shape
 
 from ..registry import register
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 MAX_PARAMETERS = 128
 

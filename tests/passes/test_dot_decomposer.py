@@ -1,7 +1,7 @@
 """dot_decomposer: differential tests (the canonical dot may sum in another order: compared
 with differential.RTOL), and every dot ends canonical."""
 from hlo_opt.api import parse_hlo
-from passes._build import dot_dims
+from hlo_opt.rewrite.builder import dot_dims
 from passes.dot_decomposer import DotDecomposer, is_canonical
 from tests.passes.pass_suite import lit_modules_test, real_modules_test
 

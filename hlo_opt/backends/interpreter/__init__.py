@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from ...errors import HloError
-from . import collectives, control, convert, elementwise, linalg, movement, reduction  # noqa: F401
+from . import ops_collectives, ops_control, ops_convert, ops_dot, ops_elementwise, ops_movement, ops_reduction  # noqa: F401
 from .evaluator import Evaluator, InterpreterError
 from .registry import FAST, HANDLERS, register, register_fast
 from .replicas import (CollectiveAbortedError, CollectiveDeadlockError, CollectiveError,

@@ -167,7 +167,7 @@ def _normalized(ev):
 
 
 def test_grown_indexing_evaluations_equal_rebuilt_ones(monkeypatch):
-    from passes.gpu import _indexing
+    from hlo_opt.analysis.gpu import indexing as _indexing
     checked = []
     absorbed = _indexing.IndexingEvaluation.absorbed
 
@@ -185,7 +185,7 @@ def test_grown_indexing_evaluations_equal_rebuilt_ones(monkeypatch):
 
 @pytest.mark.parametrize("classic", [False, True], ids=["priority", "classic"])
 def test_moving_bodies_gives_what_copying_gives(monkeypatch, classic):
-    from passes.gpu import _fusion_util
+    from hlo_opt.rewrite import fusion as _fusion_util
     moved = []
     movable = _fusion_util._movable
 
@@ -216,7 +216,7 @@ def test_moving_bodies_gives_what_copying_gives(monkeypatch, classic):
 
 def test_fusion_facts_equal_asking_one_by_one():
     from passes.gpu import priority_fusion as pf
-    from passes.gpu._fusible import (_shared_memory, _unnested_reductions,
+    from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
                                      is_input_fusible_scatter)
     from passes.gpu.fusion_merger import _ir_size, _splits
     n = 0
@@ -382,7 +382,7 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
     from before a change)."""
     from hlo_opt.analysis.cost import instruction_cost
     from passes.gpu import priority_fusion as pf
-    from passes.gpu._fusible import (_shared_memory, _unnested_reductions,
+    from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
                                      is_input_fusible, is_input_fusible_reduction)
     from passes.gpu.fusion_merger import _ir_size, _splits
     fresh = {"fusible": pf.gpu_fusible, "sigred": pf._significant_reduce,
@@ -416,7 +416,7 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
 # ---- fusible computations: one walk, the module's own post order ---------------------------
 
 def test_fusible_computations_keep_the_module_post_order():
-    from passes.gpu._graph import _post_order, fusible_computations
+    from hlo_opt.rewrite.graph import _post_order, fusible_computations
     n = 0
     for name, text in _fusion_inputs():
         module = _run(parse_hlo(text, name), _fusion_stage())

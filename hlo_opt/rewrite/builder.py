@@ -67,7 +67,7 @@ class Builder:
         created = self.created
         if len(created) <= mark:
             return
-        from ._rewrite import remove_dead
+        from hlo_opt.rewrite.rules import remove_dead
         for inst in reversed(created[mark:]):
             if inst.parent is self.comp and inst.user_count == 0 and not inst.is_root:
                 remove_dead(self.comp, inst, set())

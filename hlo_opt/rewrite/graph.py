@@ -84,7 +84,7 @@ def remove_parameter(comp: Computation, param: Instruction) -> int:
 
 def remove_dead_operands(comp: Computation, operands) -> None:
     """Remove operands that lost their last user (recursively, side-effect free ops)."""
-    from passes._rewrite import removable
+    from hlo_opt.rewrite.rules import removable
     stack = list(operands)
     while stack:
         x = stack.pop()

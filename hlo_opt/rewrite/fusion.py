@@ -22,7 +22,7 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._graph import (_CONTROL_EDGES, add_computation, add_gte, drop_computation,
+from hlo_opt.rewrite.graph import (_CONTROL_EDGES, add_computation, add_gte, drop_computation,
                      recorded_control_edges, remove, remove_parameter)
 
 __all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_mof",

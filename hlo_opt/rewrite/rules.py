@@ -11,7 +11,7 @@ A capture name used twice must bind the *same* instruction, so ``x - x`` is simp
 operands swapped.  A rule's ``when(opts)`` names the options it needs.
 
 :class:`RewriteCtx` is what rule functions receive: the options, the instruction being
-rewritten (``ctx.inst``) and :class:`~passes._build.Builder` methods (``ctx.b``) that create
+rewritten (``ctx.inst``) and :class:`~hlo_opt.rewrite.builder.Builder` methods (``ctx.b``) that create
 shape-correct instructions next to it.  :func:`run_rules` drives a table over a
 computation in post order until nothing changes (bounded like XLA's rerun limit).
 
@@ -32,7 +32,7 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import SIDE_EFFECTING
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
 
 class _Changed:
