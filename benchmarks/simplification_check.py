@@ -37,7 +37,7 @@ _RANDOM_SEP = "\n// ===== random graph =====\n"
 
 def _random_texts(count: int) -> list[str]:
     from hypothesis import HealthCheck, given, settings
-    from tests.passes.random_graphs import modules
+    from tests.support.random_graphs import modules
     out: list[str] = []
     for const in (False, True):
         @settings(max_examples=count, derandomize=True, database=None, deadline=None,

@@ -20,8 +20,8 @@ from hlo_opt.rewrite.rules import (P, RuleList, Rules, X, comp_has_opcode, has_o
 from passes.algsimp import RULES, AlgebraicSimplifierOptions
 from passes.algsimp.predicates import ALL
 from tests.conftest import sample_files
-from tests.passes.lit_chunks import chunks
-from tests.passes.random_graphs import modules
+from tests.support.lit_chunks import chunks
+from tests.support.random_graphs import modules
 
 
 def oracle(p, inst, binds: dict) -> bool:

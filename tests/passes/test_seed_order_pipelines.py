@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import Fixpoint, Pipeline, PipelineRunner
-from tests.passes.pass_suite import real_modules_test
+from tests.support.pass_suite import real_modules_test
 
 SIMPLIFICATION = ["batchnorm_expander", "algsimp", "simplify-sorts", "tuple-simplifier",
                   "while-loop-constant-sinking", "simplify-while-loops", "slice-sinker", "dce",

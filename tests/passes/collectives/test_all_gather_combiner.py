@@ -6,8 +6,8 @@ import pytest
 
 from hlo_opt.flags import DebugOptions
 from passes.collectives.all_gather_combiner import AllGatherCombiner
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, find, root, run
 

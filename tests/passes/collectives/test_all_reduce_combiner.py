@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hlo_opt.flags import DebugOptions
 from passes.collectives.all_reduce_combiner import AllReduceCombiner
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, find, root, run
 

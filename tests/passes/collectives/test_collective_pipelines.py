@@ -16,8 +16,8 @@ from hlo_opt.api import parse_hlo_modules
 from passes.gpu_pipelines import missing_passes
 from passes.pipelines import PIPELINES, build_pipeline, spec_pass_names
 from tests.conftest import corpus_files, require_corpus
-from tests.passes.harness import largest_array, load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import largest_array, load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count
 

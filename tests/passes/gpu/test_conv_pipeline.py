@@ -16,7 +16,7 @@ from passes.gpu_pipelines import register_gpu_pipelines
 from passes.pipelines import build_pipeline
 
 from ...conftest import corpus_files, require_corpus
-from ..harness import check_pass, fixture_args, largest_array
+from tests.support.harness import check_pass, fixture_args, largest_array
 from .test_conv_support import calls, run_passes, same_values
 
 register_gpu_pipelines()

@@ -17,7 +17,7 @@ from hlo_opt.pipeline import Pipeline, PipelineRunner
 from passes.gpu._conv_util import (DimNums, padding_high_for, supports_optimized_integer_conv)
 from passes.gpu._options import using_options
 
-from ..harness import assert_close, random_args
+from tests.support.harness import assert_close, random_args
 
 
 def device(cc) -> DeviceInfo:

@@ -16,7 +16,7 @@ from passes.gpu_pipelines import (GPU_PIPELINE_NAMES, PassSpec, missing_passes,
 from passes.pipelines import PIPELINES, build_pipeline, spec_pass_names
 
 from ...conftest import corpus_files, require_corpus, sample_files
-from ..harness import check_pass, fixture_args
+from tests.support.harness import check_pass, fixture_args
 
 register_gpu_pipelines()
 

@@ -14,7 +14,7 @@ from hlo_opt.backends import execute
 from passes.gpu.gpusolver_rewriter import CUSOLVER_CHOLESKY, potrf_workspace_elements
 from passes.gpu.triangular_solve_rewriter import CUBLAS_TRIANGULAR_SOLVE
 
-from ..harness import assert_close, check_pass
+from tests.support.harness import assert_close, check_pass
 from .util import run
 
 CHOL = """HloModule c

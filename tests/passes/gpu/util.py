@@ -6,7 +6,7 @@ from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import Pipeline, PipelineRunner
 from passes.gpu._options import using_options
 
-from ..harness import check_pass
+from tests.support.harness import check_pass
 
 
 

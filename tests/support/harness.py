@@ -7,7 +7,7 @@ the result re-parses to the same text, runs the interpreter again and compares.
 
 Typical use in a pass test::
 
-    from tests.passes.harness import check_pass, load_text
+    from tests.support.harness import check_pass, load_text
     result = check_pass(load_text(HLO), "algsimp")
     assert result.changed
     assert "multiply" not in result.after_text
