@@ -23,7 +23,6 @@ from hlo_opt.ir.shape import Shape
 
 from hlo_opt.rewrite.builder import Builder, scalar_computation
 from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
-from .registry import register
 
 
 class _Expand:
@@ -150,7 +149,6 @@ def expand_grad(e: _Expand, bn):
 _BATCH_NORM = frozenset(("batch-norm-training", "batch-norm-inference", "batch-norm-grad"))
 
 
-@register
 class BatchNormExpander:
     name = "batchnorm_expander"
 

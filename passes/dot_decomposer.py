@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from hlo_opt.rewrite.builder import Builder, dot_dims, dot_extra_attrs
 from hlo_opt.rewrite.rules import control_successors, remove_dead
-from .registry import register
 
 
 def is_canonical(rank: int, contracting, batch) -> bool:
@@ -48,7 +47,6 @@ def _canonicalize_operand(b: Builder, op, batch, contracting, contracting_minor:
     return b.reshape(t, shape), cdim
 
 
-@register
 class DotDecomposer:
     name = "dot_decomposer"
 

@@ -11,14 +11,12 @@ from hlo_opt.ir.shape import Shape
 
 from hlo_opt.rewrite.builder import Builder
 from hlo_opt.rewrite.rules import control_successors, remove_dead
-from .registry import register
 
 
 def _drop1(shape: Shape) -> Shape:
     return Shape.array(shape.element_type, [d for d in shape.dims if d != 1])
 
 
-@register
 class ReductionDegenerateDimRemover:
     name = "reduction-degenerate-dim-remover"
 

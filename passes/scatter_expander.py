@@ -40,7 +40,6 @@ from ._expander_util import (collapse_first_n_dims, dynamic_slice_vec,
                              insert_degenerate_dims, make_counted_loop, new_computation,
                              non_fusion_computations, pad_vector_with_zeros,
                              prepend_degenerate_dims, r1_constant, replace_instruction)
-from .registry import register
 
 _INT32_MAX = (1 << 31) - 1
 MODES = ("all", "simple", "indeterministic")
@@ -270,7 +269,6 @@ def _matches(scatter, mode: str) -> bool:
     return not is_scatter_deterministic(scatter)
 
 
-@register
 class ScatterExpander:
     name = "scatter_expander"
 

@@ -11,10 +11,8 @@ from hlo_opt.ir.literal import Literal
 
 from hlo_opt.rewrite.rules import control_successors, remove_dead
 from .constant_folding import has_side_effect
-from .registry import register
 
 
-@register
 class ZeroSizedHloElimination:
     name = "zero_sized_hlo_elimination"
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter
 
 from hlo_opt.rewrite.rules import Rules, run_rules
-from ..registry import register
 from . import rules_arith, rules_dot, rules_logic, rules_reduce, rules_shape, rules_slice
 from .options import AlgebraicSimplifierOptions
 
@@ -33,7 +32,6 @@ def _skipped_computations(module) -> set:
     return out
 
 
-@register
 class AlgebraicSimplifier:
     name = "algsimp"
 

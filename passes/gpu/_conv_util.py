@@ -227,14 +227,13 @@ def sliced_result(comp, call: Instruction, result: Shape, starts, limits) -> Ins
 
 class ComputeCapabilityPass:
     """A pass for one GPU (XLA constructs these with a se::CudaComputeCapability): the one
-    given, else the module's ``device_info`` (default: hlo_opt.analysis.device's)."""
+    given, else the module's ``config.device`` (default: hlo_opt.analysis.device's)."""
 
     def __init__(self, compute_capability=None):
         self.compute_capability = compute_capability
 
     def target(self, module) -> tuple[int, int]:
-        from ._options import device_for
-        return tuple(self.compute_capability or device_for(module).compute_capability)
+        return tuple(self.compute_capability or module.config.device.compute_capability)
 
 
 # ---- integer convolutions ------------------------------------------------------------------

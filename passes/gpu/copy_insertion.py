@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from hlo_opt.analysis.dataflow import Dataflow, array_leaves
 from hlo_opt.analysis.aliasing import in_place_pairs
 from ._copy_checks import Checker, Roles, entry_root_problems, while_body
@@ -358,7 +357,6 @@ def _whole_source(t):
     return src
 
 
-@register
 class CopyInsertion:
     name = "copy-insertion"
 

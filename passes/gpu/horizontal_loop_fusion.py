@@ -17,7 +17,6 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from hlo_opt.analysis.gpu.fusible import (fused_instructions, is_consumer_the_only_non_root_user,
                        is_elementwise, is_loop_fusion)
 from hlo_opt.rewrite.fusion import create_fusion, fusion_outputs
@@ -221,7 +220,6 @@ def _deduplicate_operands(fusion: Instruction) -> None:
         i += 1
 
 
-@register
 class GpuHorizontalLoopFusion:
     name = "horizontal_loop_fusion"
 

@@ -32,7 +32,6 @@ from heapq import heappush
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
-from ..registry import register
 from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
                        MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
                        _subshape_count, _unnested_reductions, can_emit_input_fused_scatter,
@@ -42,7 +41,6 @@ from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
                        in_place_operands, is_intermediate, should_fuse_in_place_op)
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
-from ._options import device_for, options_for
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 from .fusion_merger import (_SPLITTING, MAX_BASIC_BLOCK_SPLITS_PER_FUSION, MAX_IR_SIZE,
                             _ir_size, _splits)
@@ -181,7 +179,6 @@ class _Queue:
                 cached.pop(inst, None)
 
 
-@register
 class GpuPriorityFusion:
     name = "priority-fusion"
 
@@ -190,8 +187,8 @@ class GpuPriorityFusion:
             return self._run(module)
 
     def _run(self, module) -> bool:
-        self.options = options_for(module)
-        self.device = device_for(module)
+        self.options = module.config.debug_options
+        self.device = module.config.device
         self._facts: dict = {}  # instruction -> _Facts
         self._smem_budget = self.device.shared_memory_per_block
         self.costs = CostCache()

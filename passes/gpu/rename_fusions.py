@@ -7,7 +7,6 @@ with several roots the hero opcodes are sorted and joined with ``_`` (``-`` beco
 """
 from __future__ import annotations
 
-from ..registry import register
 from hlo_opt.analysis.gpu.fusible import find_non_trivial_hero
 from hlo_opt.rewrite.fusion import fusion_outputs
 from hlo_opt.rewrite.graph import fusible_computations, rename_computation
@@ -20,7 +19,6 @@ def hero_names(fusion) -> str:
     return "_".join(heroes).replace("-", "_")
 
 
-@register
 class RenameFusions:
     name = "rename_fusions"
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-from ..registry import register
 from hlo_opt.rewrite.graph import fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
 from hlo_opt.analysis.gpu.reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound, reduction_dimensions,
@@ -112,7 +111,6 @@ def _gtes(comp, tup, n):
     return [add_gte(comp, tup, i) for i in range(n)]
 
 
-@register
 class GpuTreeReductionRewriter:
     name = "gpu-tree-reduction-rewriter"
 

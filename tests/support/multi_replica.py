@@ -62,7 +62,7 @@ def check_pass_replicated(module, passes, *, num_replicas: int | None = None,
     from hlo_opt.backends.interpreter.replicas import device_counts
     work = module.clone()
     before_text = module.to_text()
-    runner = PipelineRunner(options or DebugOptions(), verify_no_change=True)
+    runner = PipelineRunner(options, verify_no_change=True)  # None: the module's config
     changed = runner.run(_as_pipeline(passes), work)
     after_text = work.to_text()
     assert parse_hlo(after_text, "<after pass>").to_text() == after_text, \

@@ -13,7 +13,7 @@ import pytest
 from hlo_opt.api import parse_hlo
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import Fixpoint, Pipeline, PipelineRunner
-from passes.gpu._options import using_options
+from tests.support.pipelines import pipeline
 
 SAMPLES = Path(__file__).resolve().parents[3] / "sample_modules"
 
@@ -64,8 +64,7 @@ def _blocks(n: int) -> str:
 
 def _run(module, passes, **flags):
     options = DebugOptions(**flags)
-    with using_options(options):
-        PipelineRunner(options, verifier=None).run(Pipeline("p", list(passes)), module)
+    PipelineRunner(options, verifier=None).run(pipeline("p", list(passes)), module)
     return module
 
 
@@ -73,18 +72,15 @@ def _run(module, passes, **flags):
 def _fusion_inputs() -> tuple[tuple[str, str], ...]:
     """(name, text) of modules as the GPU ``fusion`` stage sees them: the samples and two
     transformer blocks after the gpu pipeline's earlier stages."""
-    from passes.gpu_pipelines import register_gpu_pipelines
-    from passes.pipelines import _build
-    stages = register_gpu_pipelines()["gpu"].items[:8]  # spmd-simplify ... nvptx part 2
+    from passes.pipelines import build_pipeline
     out = []
     sources = [(p.stem, p.read_text()) for p in sorted(SAMPLES.glob("*.hlo"))]
     sources.append(("blocks", _blocks(2)))
     for name, text in sources:
         module = parse_hlo(text, name)
         options = DebugOptions()
-        with using_options(options):
-            PipelineRunner(options, verifier=None).run(
-                Pipeline("pre", [_build(s) for s in stages]), module)
+        stages = build_pipeline("gpu").items[:8]  # spmd-simplify ... nvptx part 2
+        PipelineRunner(options, verifier=None).run(Pipeline("pre", stages), module)
         out.append((name, module.to_text()))
     return tuple(out)
 
