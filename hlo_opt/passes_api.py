@@ -6,7 +6,9 @@ pipeline from ``passes/pipelines.py``.  The options become the module's
 ``config.debug_options`` (what its passes read).
 
 This is the app layer's entry point (with the CLI and ``commands/``): it connects pass
-and pipeline names to ``passes/``; the core below it never imports ``passes/``.  Dumps (``--xla_dump_to`` and friends), per-pass
+and pipeline names to ``passes/``; the core below it never imports ``passes/``.
+
+Dumps (``--xla_dump_to`` and friends), per-pass
 statistics, verification and ``--verify-no-change`` are all wired here; nothing prints
 except the optional plain-text summary.
 """

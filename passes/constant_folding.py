@@ -18,17 +18,11 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.module import HloModule
-from hlo_opt.ir.opcodes import SIDE_EFFECTING
+from hlo_opt.ir.opcodes import IMPURE
 
 from hlo_opt.rewrite.rules import control_successors, remove_dead
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
-
-
-def has_side_effect(inst: Instruction) -> bool:
-    if inst.opcode in SIDE_EFFECTING:
-        return True
-    return inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect") == "true"
 
 
 def _any_operand_constant(inst) -> bool:
@@ -75,7 +69,9 @@ class _Foldability:
                 self.comp_ok[c] = ok
             if not ok:
                 return False
-        if op in ("after-all", "rng") or has_side_effect(inst):
+        # never folded: side effects (XLA's HasSideEffect) and what is not a pure
+        # function of its operands (the evaluator cannot run it at compile time)
+        if op in IMPURE or inst.has_side_effect():
             return False
         if inst.control_predecessors:
             return False

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import struct
 
-from .dce import (_MAYBE_SIDE_EFFECTING, SideEffects, control_successor_set,
-                  has_side_effect_no_recurse, remove_instruction_and_unused_operands)
+from hlo_opt.ir.opcodes import SIDE_EFFECT_POSSIBLE
 from hlo_opt.relaxed_gc import relaxed_gc
+
+from .dce import SideEffects, control_successor_set, remove_instruction_and_unused_operands
 
 # HloOpcodeIsBinaryCommutative
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
@@ -197,7 +198,7 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
         if not inst.operands and inst.opcode not in ("partition-id", "replica-id"):
             continue
         called = inst.called
-        if inst.opcode in _NEVER_IDENTICAL or has_side_effect_no_recurse(inst) or (
+        if inst.opcode in _NEVER_IDENTICAL or inst.has_side_effect_no_recurse() or (
                 called and effects.instruction(inst)):
             continue
         if inst.control_predecessors or inst in ctrl:
@@ -237,8 +238,8 @@ def _distinct_keys(comp, effects: SideEffects, comp_keys: _ComputationKeys, defe
         if not ops and op not in ("partition-id", "replica-id"):
             continue
         called = inst.called
-        if op in _NEVER_IDENTICAL or (op in _MAYBE_SIDE_EFFECTING and
-                                      has_side_effect_no_recurse(inst)) or (
+        if op in _NEVER_IDENTICAL or (op in SIDE_EFFECT_POSSIBLE and
+                                      inst.has_side_effect_no_recurse()) or (
                 called and effects.instruction(inst)):
             continue
         if inst._control_predecessors or inst in ctrl:

@@ -6,6 +6,13 @@ from pathlib import Path
 
 import pytest
 
+try:  # every property test deterministic: derandomized, no example database
+    from hypothesis import settings as _hypothesis_settings
+    _hypothesis_settings.register_profile("deterministic", derandomize=True, database=None)
+    _hypothesis_settings.load_profile("deterministic")
+except ImportError:  # pragma: no cover - hypothesis is a test extra
+    pass
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_modules"
 CORPUS = Path(os.environ.get("HLO_OPT_CORPUS", ROOT.parent / "shared" / "corpus" / "xla"))

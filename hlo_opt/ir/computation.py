@@ -47,6 +47,11 @@ class Computation:
     def instructions(self) -> list[Instruction]:
         return list(self._instructions)
 
+    def iter_instructions(self):
+        """The instructions in insertion order, without a copy (read-only: do not add or
+        remove while iterating; :attr:`instructions` is a copy to edit over)."""
+        return iter(self._instructions)
+
     def instruction_count(self) -> int:
         return len(self._instructions)
 

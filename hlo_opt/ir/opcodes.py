@@ -103,7 +103,6 @@ IMPURE = frozenset({
     "all-to-all", "reduce-scatter", "ragged-all-to-all", "collective-broadcast",
     "async-start", "async-update", "async-done",
 })
-SIDE_EFFECTING = IMPURE - {"custom-call"}  # TEMPORARY (the next commit removes it)
 
 ELEMENTWISE = frozenset(n for n, (_, cat) in OPCODES.items() if cat == "elementwise")
 

@@ -11,8 +11,8 @@ A capture name used twice must bind the *same* instruction, so ``x - x`` is simp
 operands swapped.  A rule's ``when(opts)`` names the options it needs.
 
 :class:`RewriteCtx` is what rule functions receive: the options, the instruction being
-rewritten (``ctx.inst``) and :class:`~hlo_opt.rewrite.builder.Builder` methods (``ctx.b``) that create
-shape-correct instructions next to it.  :func:`run_rules` drives a table over a
+rewritten (``ctx.inst``) and :class:`~hlo_opt.rewrite.builder.Builder` methods (``ctx.b``)
+that create shape-correct instructions next to it.  :func:`run_rules` drives a table over a
 computation in post order until nothing changes (bounded like XLA's rerun limit).
 
 Speed: most instructions match no rule, so that case is kept cheap.  A table answers

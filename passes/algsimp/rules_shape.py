@@ -7,8 +7,8 @@ from __future__ import annotations
 from hlo_opt.ir.opcodes import is_elementwise
 
 from hlo_opt.rewrite.rules import CHANGED, P, RuleList, Rules, X, remove_dead
-from hlo_opt.analysis.shape_util import (common_factors, drop_degenerate, inserted_or_deleted_1_dims,
-                           reshape_leaves_dims_unmodified)
+from hlo_opt.analysis.shape_util import (common_factors, drop_degenerate,
+                                         inserted_or_deleted_1_dims, reshape_leaves_dims_unmodified)
 from .options import layout_free
 from .predicates import compose_perm, inverse_perm, is_identity_perm
 

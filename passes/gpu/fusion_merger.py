@@ -14,8 +14,9 @@ from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
 from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
-                       fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
-                       is_physically_transposing, producer_consumer_fusible)
+                                          fusion_fits_in_budget, is_input_fusible_reduction,
+                                          is_loop_fusion, is_physically_transposing,
+                                          producer_consumer_fusible)
 from hlo_opt.rewrite.fusion import absorb, create_fusion
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation

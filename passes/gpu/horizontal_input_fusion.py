@@ -26,8 +26,8 @@ from hlo_opt.analysis.reachability import Reachability
 
 from ._computations import nonfusion_computations
 from hlo_opt.analysis.gpu.fusible import (fusion_fits_in_budget, is_consumer_the_only_non_root_user,
-                       is_fusion_kind, is_input_fusible_reduction, real_hero_for_mof,
-                       shapes_compatible_for_mof)
+                                          is_fusion_kind, is_input_fusible_reduction,
+                                          real_hero_for_mof, shapes_compatible_for_mof)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted
 

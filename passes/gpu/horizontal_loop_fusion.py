@@ -18,10 +18,10 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
 from hlo_opt.analysis.gpu.fusible import (fused_instructions, is_consumer_the_only_non_root_user,
-                       is_elementwise, is_loop_fusion)
+                                          is_elementwise, is_loop_fusion)
 from hlo_opt.rewrite.fusion import create_fusion, fusion_outputs
 from hlo_opt.rewrite.graph import (add_computation, add_gte, computation_batch, control_tainted,
-                     drop_computation, remove)
+                                   drop_computation, remove)
 
 SHAPE_THRESHOLD = 128 * 2048
 INSTR_COUNT_THRESHOLD = 30

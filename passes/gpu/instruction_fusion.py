@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from hlo_opt.analysis.reachability import Reachability
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation, is_input_fusible,
-                       effectively_at_most_unary, fusion_fits_in_budget, gpu_is_expensive,
-                       is_always_duplicable, is_fusible, is_input_fusible_reduction,
-                       is_physically_transposing, producer_consumer_fusible,
-                       reuses_operand_elements, should_fuse_in_place_op)
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation,
+                                          is_input_fusible, effectively_at_most_unary,
+                                          fusion_fits_in_budget, gpu_is_expensive,
+                                          is_always_duplicable, is_fusible,
+                                          is_input_fusible_reduction, is_physically_transposing,
+                                          producer_consumer_fusible, reuses_operand_elements,
+                                          should_fuse_in_place_op)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation

@@ -20,9 +20,10 @@ from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.analysis.reachability import Reachability
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
-                       is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
-                       real_hero_for_mof, shapes_compatible_for_mof)
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind,
+                                          fusion_fits_in_budget, is_fusible_as_mof_root,
+                                          is_fusion_kind, is_mof, producer_multi_output_fusible,
+                                          real_hero_for_mof, shapes_compatible_for_mof)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from .fusion_merger import producer_consumer_merged_too_large

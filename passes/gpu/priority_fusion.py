@@ -33,12 +33,13 @@ from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
 from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
-                       MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
-                       _subshape_count, _unnested_reductions, can_emit_input_fused_scatter,
-                       choose_fusion_kind, fused_instructions, is_elementwise,
-                       is_fusible as hlo_is_fusible, is_input_fusible,
-                       is_input_fusible_reduction, is_input_fusible_transpose,
-                       in_place_operands, is_intermediate, should_fuse_in_place_op)
+                                          MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
+                                          _subshape_count, _unnested_reductions,
+                                          can_emit_input_fused_scatter, choose_fusion_kind,
+                                          fused_instructions, is_elementwise,
+                                          is_fusible as hlo_is_fusible, is_input_fusible,
+                                          is_input_fusible_reduction, in_place_operands, is_intermediate,
+                                          should_fuse_in_place_op)
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from hlo_opt.analysis.layout import (normalized_transpose, reshape_is_bitcast,
-                                     transpose_is_bitcast)
+from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE, SIDE_EFFECTING
+from hlo_opt.ir.opcodes import ELEMENTWISE
 from hlo_opt.ir.types import is_complex, is_integral
 
-from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions, reduction_dimensions,
-                         reduction_is_race_free)
+from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions,
+                                            reduction_dimensions, reduction_is_race_free)
 
 MAX_OPERANDS_AND_OUTPUTS_PER_FUSION = 96
 MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION = 8
@@ -25,14 +24,6 @@ MIN_TOTAL_DIMENSIONS_TO_TRANSPOSE_TILED = 64 * 128
 
 
 # ---- generic HloInstruction properties ---------------------------------------------------
-
-def has_side_effect(inst: Instruction) -> bool:
-    if inst.opcode in SIDE_EFFECTING:
-        return True
-    if inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect") == "true":
-        return True
-    return False
-
 
 def is_fusible(inst: Instruction) -> bool:
     """HloInstruction::IsFusible."""
@@ -45,7 +36,7 @@ def is_fusible(inst: Instruction) -> bool:
         return inst.user_count <= 1
     if inst.control_predecessors:
         return False
-    return not has_side_effect(inst)
+    return not inst.has_side_effect()
 
 
 def is_elementwise(inst: Instruction) -> bool:

@@ -20,17 +20,14 @@ import numpy as np
 from ...errors import HloError, UnsupportedError
 from ...ir.computation import Computation
 from ...ir.instruction import Instruction
-from ...ir.opcodes import SIDE_EFFECTING
+from ...ir.opcodes import IMPURE
 from hlo_opt.backends.interpreter.plan import compile_plan
 from .registry import FAST, HANDLERS, make_kernel
 from .values import TOKEN, shape_mismatch
 
 # Opcodes whose result may differ between runs (or that talk to the outside world): never
 # evaluated at plan time, and a computation containing one is not pure.
-_IMPURE = frozenset({
-    "rng", "rng-get-and-update-state", "custom-call", "infeed", "outfeed", "send",
-    "send-done", "recv", "recv-done",
-}) | SIDE_EFFECTING
+_IMPURE = IMPURE
 
 # Opcodes allowed in a computation that is run "batched" (on arrays instead of the
 # scalars it was written for): reducers and map computations made only of these can be
