@@ -204,7 +204,7 @@ def inline(caller: Computation, callee: Computation, args, builder=None) -> Inst
         new = Instruction(inst.opcode, inst.shape, [m[o] for o in inst.operands],
                           {k: v for k, v in inst.attrs.items() if k != "control-predecessors"},
                           inst.name, inst.payload, inst.called, inst.called_attr)
-        new._literal = inst._literal
+        new.cache_literal(inst.cached_literal)
         caller.add_instruction(new)
         if builder is not None:
             builder.created.append(new)

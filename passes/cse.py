@@ -106,7 +106,7 @@ def _combine_constants(comp) -> bool:
     seen: dict = {}
     changed = False
     ctrl = None
-    for inst in list(comp._instructions):
+    for inst in comp.instructions:
         if inst.opcode != "constant" or inst.parent is not comp:
             continue
         key = _constant_key(inst)
@@ -180,10 +180,10 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
     otherwise be equal (see :func:`run_cse`); None computes every key at once."""
     constants = 0
     has_ctrl = False
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.opcode == "constant":
             constants += 1
-        if inst._control_predecessors:
+        if inst.control_predecessors:
             has_ctrl = True
     # one constant has nothing to merge with
     changed = _combine_constants(comp) if constants > 1 else False
@@ -232,7 +232,7 @@ def _distinct_keys(comp, effects: SideEffects, comp_keys: _ComputationKeys, defe
     all, have nothing to merge: this skips their post order.)"""
     seen = set()
     commutative = _COMMUTATIVE
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         ops = inst.operands
         op = inst.opcode
         if not ops and op not in ("partition-id", "replica-id"):
@@ -242,7 +242,7 @@ def _distinct_keys(comp, effects: SideEffects, comp_keys: _ComputationKeys, defe
                                       inst.has_side_effect_no_recurse()) or (
                 called and effects.instruction(inst)):
             continue
-        if inst._control_predecessors or inst in ctrl:
+        if inst.control_predecessors or inst in ctrl:
             continue
         iotas = 0
         for o in ops:
@@ -339,7 +339,7 @@ def _call_graph(module) -> tuple[dict, dict]:
     callees: dict = {}
     for comp in module.computations:
         mine = None
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             called = inst.called
             if called:
                 if mine is None:

@@ -57,7 +57,7 @@ def has_side_effect(inst) -> bool:
 def control_successor_set(comp) -> set:
     """Instructions of ``comp`` that are some instruction's control predecessor."""
     out = set()
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.control_predecessors:
             out.update(inst.control_predecessors)
     return out
@@ -65,11 +65,7 @@ def control_successor_set(comp) -> set:
 
 def _detach(comp, inst) -> None:
     """Remove ``inst`` (no users, not root, no control successors) in O(operands)."""
-    inst.detach_operands()
-    del comp._instructions[inst]
-    if comp.module is not None:
-        comp.module.release_name(inst.name)
-    inst.parent = None
+    comp.remove_instruction(inst)
 
 
 def remove_instruction_and_unused_operands(comp, inst, effects: SideEffects | None = None,
@@ -120,8 +116,8 @@ def can_remove(inst, comp, effects: SideEffects, ctrl_successors: set) -> bool:
 
 def _remove_dead_roots(comp, effects: SideEffects) -> bool:
     root = comp.root
-    for inst in comp._instructions:
-        if not inst._users and inst is not root and inst.opcode != "parameter":
+    for inst in comp.iter_instructions():
+        if not inst.user_count and inst is not root and inst.opcode != "parameter":
             break
     else:
         return False  # nothing unused: nothing can_remove() would take
@@ -178,7 +174,7 @@ def call_counts(module) -> dict:
     """computation -> number of instructions calling it (call sites)."""
     counts: dict = {}
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             for callee in inst.called:
                 counts[callee] = counts.get(callee, 0) + 1
     return counts
@@ -186,7 +182,7 @@ def call_counts(module) -> dict:
 
 def run_dce_on_computation(comp, effects: SideEffects, callers: dict) -> bool:
     changed = False
-    fusions = [i for i in comp._instructions if i.opcode == "fusion" and i.called]
+    fusions = [i for i in comp.iter_instructions() if i.opcode == "fusion" and i.called]
     if fusions:
         ctrl = control_successor_set(comp)
         for inst in fusions:
@@ -205,7 +201,7 @@ def run_dce(module) -> bool:
     while agenda:
         comp = agenda.pop()
         changed |= run_dce_on_computation(comp, effects, callers)
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             for callee in inst.called:
                 if callee not in reached:
                     reached.add(callee)

@@ -31,7 +31,7 @@ class ZeroSizedHloElimination:
                     continue
                 lit = Literal(s, np.zeros(s.dims, dtype=s.dtype))
                 new = comp.add("constant", s, payload=lit.to_text())
-                new._literal = lit
+                new.cache_literal(lit)
                 inst.replace_all_uses_with(new)
                 remove_dead(comp, inst, ctrl)
                 changed = True

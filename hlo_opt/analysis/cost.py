@@ -241,7 +241,7 @@ def fusion_param_read_bytes(param: Instruction) -> float:
     size = 0.0
     seen_trivial = False
     full = shape_bytes(param.shape)
-    for user in param._users:
+    for user in param.iter_users():
         op = user.opcode
         if op == "slice":
             size += shape_bytes(user.shape)
@@ -269,7 +269,7 @@ def fusion_cost(fusion: Instruction) -> Cost:
     flops = trans = 0.0
     elementwise = ELEMENTWISE
     transcendental = TRANSCENDENTAL
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         op = inst.opcode
         if op == "parameter":
             continue
@@ -346,7 +346,7 @@ def fused_parameter_utilization(fusion: Instruction) -> list[float]:
             util[inst] = 1.0
             continue
         total = 0.0
-        for user in inst._users:
+        for user in inst.iter_users():
             if user is root and user.opcode == "tuple":
                 total += 1.0
                 continue
@@ -383,7 +383,7 @@ def _param_utilization(comp, param: Instruction, memo: dict) -> float:
             stack.pop()
             continue
         waiting = False
-        for user in inst._users:
+        for user in inst.iter_users():
             if user not in memo and not (user is root and user.opcode == "tuple"):
                 stack.append(user)
                 waiting = True
@@ -391,7 +391,7 @@ def _param_utilization(comp, param: Instruction, memo: dict) -> float:
             continue
         stack.pop()
         total = 0.0
-        for user in inst._users:
+        for user in inst.iter_users():
             if user is root and user.opcode == "tuple":
                 total += 1.0
                 continue

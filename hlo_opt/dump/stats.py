@@ -18,7 +18,7 @@ FORMAT = "hlo-opt-pass-stats/1"
 def opcode_histogram(module) -> Counter:
     hist: Counter = Counter()
     for comp in module.computations:
-        hist.update(inst.opcode for inst in comp._instructions)
+        hist.update(inst.opcode for inst in comp.iter_instructions())
     return hist
 
 

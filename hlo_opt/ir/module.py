@@ -64,6 +64,13 @@ class HloModule:
     def reserve_name(self, name: str) -> None:
         self._names.add(name)
 
+    def reserve_names(self, names) -> None:
+        self._names.update(names)
+
+    def name_count(self) -> int:
+        """How many instruction names are taken."""
+        return len(self._names)
+
     def release_name(self, name: str) -> None:
         self._names.discard(name)
 

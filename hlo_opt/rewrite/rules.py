@@ -572,14 +572,14 @@ def has_opcode(module, opcodes) -> bool:
     """Whether an instruction of ``module`` has one of ``opcodes`` (a set): one scan that
     allocates nothing, so a pass with nothing to do on a module returns at once."""
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode in opcodes:
                 return True
     return False
 
 
 def comp_has_opcode(comp: Computation, opcodes) -> bool:
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.opcode in opcodes:
             return True
     return False
@@ -587,7 +587,7 @@ def comp_has_opcode(comp: Computation, opcodes) -> bool:
 
 def control_successors(comp: Computation) -> set:
     """The instructions of ``comp`` that are some instruction's control predecessor."""
-    return {i for i in comp._instructions if i._control_successors}
+    return {i for i in comp.iter_instructions() if i.has_control_successors}
 
 
 _MAX_TRIES = 8  # rewrites of one visited instruction (and its replacements) per sweep
@@ -613,7 +613,7 @@ def run_rules(comp: Computation, rules: Rules, opts, fired: Counter | None = Non
         for inst in comp.post_order():
             tries = 0
             while True:
-                if inst.parent is not comp or inst._control_predecessors \
+                if inst.parent is not comp or inst.control_predecessors \
                         or (ctrl_succ and inst in ctrl_succ) \
                         or (skip is not None and skip(inst)):
                     break

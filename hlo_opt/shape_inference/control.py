@@ -195,7 +195,7 @@ def parameter(inst) -> Shape:
 
 def constant(inst) -> Shape:
     out = declared(inst, "shape")
-    lit = inst._literal  # only when already parsed: checking text here would not be linear
+    lit = inst.cached_literal  # only when already parsed: checking text here would not be linear
     if lit is not None and not compatible(lit.shape, out):
         fail(f"constant literal has shape {text(lit.shape)}, instruction says {text(out)}")
     return out

@@ -278,8 +278,8 @@ class _Parser(GeneralScanner):
             except KeyError as e:
                 raise ScanError(npos, f"unknown control predecessor '%{e.args[0]}'",
                                 semantic=True) from None
-        comp._instructions = dict.fromkeys(by_name.values())
-        module._names.update(by_name)
+        comp.set_instructions(by_name.values())
+        module.reserve_names(by_name)
         comp.root = root if root is not None else next(reversed(by_name.values()))
         if params:
             comp.parameters = self.number_parameters(comp, params)
@@ -375,13 +375,13 @@ def _uniquify_instruction_names(module: HloModule) -> None:
     """Instruction names are unique per module, as XLA's parser makes them: where two
     computations reuse a name, the first one (callees before the entry) keeps it and later
     ones get a fresh ``name.N`` that clashes with no name in the text."""
-    total = sum(len(c._instructions) for c in module.computations)
-    if total == len(module._names):
+    total = sum(c.instruction_count() for c in module.computations)
+    if total == module.name_count():
         return  # the common case: nothing repeats
     seen: set[str] = set()
     order = [c for c in module.computations if not c.is_entry] + [module.entry]
     for comp in order:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.name in seen:
                 inst.name = module.unique_name(inst.name)
             seen.add(inst.name)

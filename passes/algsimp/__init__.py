@@ -26,7 +26,7 @@ def _skipped_computations(module) -> set:
     """Computations called by fusions and async ops: algsimp leaves them alone."""
     out = set()
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.called and (inst.opcode == "fusion" or inst.opcode.startswith("async-")):
                 out.update(inst.called)
     return out

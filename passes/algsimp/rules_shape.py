@@ -106,7 +106,7 @@ def _may_sink(bc) -> bool:
     rule's predicate runs for every broadcast of every sweep, and allocates nothing.)"""
     if bc.shape.rank == 0:
         return False
-    for user in bc._users:
+    for user in bc.iter_users():
         if is_elementwise(user.opcode) and user.opcode not in ("copy", "fusion"):
             for o in user.operands:
                 if o.opcode != "broadcast":
@@ -128,7 +128,7 @@ _SCALAR_BCAST_USERS = _PERMUTING | {"sort", "slice", "dynamic-slice"}
 
 
 def _may_replace_users(bc) -> bool:
-    for u in bc._users:
+    for u in bc.iter_users():
         if u.opcode in _SCALAR_BCAST_USERS:
             return True
     return False

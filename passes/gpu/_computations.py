@@ -7,7 +7,7 @@ def nonfusion_computations(module) -> list:
     fused = set()
     order = module.computation_post_order()
     for comp in order:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode == "fusion":
                 fused.update(inst.called)
     return [c for c in order if c not in fused]

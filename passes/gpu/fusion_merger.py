@@ -31,7 +31,7 @@ def _ir_size(inst) -> int:
     if inst.opcode != "fusion":
         return 1
     n = 0
-    for i in inst.called[0]._instructions:
+    for i in inst.called[0].iter_instructions():
         if i.opcode != "parameter":
             n += 1
     return n
@@ -41,7 +41,7 @@ def _splits(inst) -> int:
     if inst.opcode != "fusion":
         return 1 if inst.opcode in _SPLITTING else 0
     n = 0
-    for i in inst.called[0]._instructions:
+    for i in inst.called[0].iter_instructions():
         if i.opcode in _SPLITTING:
             n += 1
     return n

@@ -59,7 +59,7 @@ class _Order:
     instructions after every existing one in creation order."""
 
     def __init__(self, comp):
-        self.index = {inst: i for i, inst in enumerate(comp._instructions)}
+        self.index = {inst: i for i, inst in enumerate(comp.iter_instructions())}
         self.next = len(self.index)
 
     def __call__(self, inst) -> int:

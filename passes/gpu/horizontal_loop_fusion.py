@@ -149,7 +149,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
             attrs = {k: v for k, v in old.attrs.items() if k != "control-predecessors"}
             new = Instruction(old.opcode, old.shape, [clone_map[o] for o in old.operands],
                               attrs, old.name, old.payload, old.called, old.called_attr)
-            new._literal = old._literal
+            new.cache_literal(old.cached_literal)
             fc.add_instruction(new)
             clone_map[old] = new
             metadata = old.attrs.get("metadata", metadata)

@@ -53,7 +53,7 @@ class FusionRules:
         producer = consumer.operands[i]
         if producer.is_root:
             return "not fusing into the output of the root instruction"
-        would_duplicate = not (producer.user_count == 1 and consumer in producer._users)
+        would_duplicate = not (producer.user_count == 1 and producer.has_user(consumer))
         if would_duplicate and (not self.may_duplicate or gpu_is_expensive(producer)) \
                 and not is_always_duplicable(producer):
             return ("expensive producer would be duplicated" if self.may_duplicate

@@ -70,7 +70,7 @@ def gpu_fusible(inst) -> bool:
 def _significant_reduce(inst) -> bool:
     op = inst.opcode
     if op == "fusion":
-        body = inst.called[0]._instructions
+        body = inst.called[0].iter_instructions()
     elif op == "reduce":
         body = (inst,)
     else:
@@ -116,7 +116,7 @@ def _fusion_facts(fusion) -> _Facts:
     sigred = False
     shared = reductions = splits = irsize = 0
     splitting = _SPLITTING
-    for i in comp._instructions:
+    for i in comp.iter_instructions():
         op = i.opcode
         if op == "parameter":
             continue
@@ -345,7 +345,7 @@ class GpuPriorityFusion:
             return INF
         if op == "constant":
             return -INF
-        users = producer._users  # (read only here: iterating it directly is safe)
+        users = producer.users_view  # (read only here: iterating it directly is safe)
         if not users:
             return -INF
         any_non_bitcast = False
@@ -409,7 +409,7 @@ class GpuPriorityFusion:
             producer = queue.pop()
             if producer is None:
                 break
-            consumers = list(producer._users)
+            consumers = producer.users
             if producer.opcode == "bitcast":
                 consumers = [c for c in consumers if not self.can_fuse_cached(producer, c, queue)]
             if not consumers:
@@ -458,7 +458,7 @@ class GpuPriorityFusion:
                             to_update[o] = None
                 to_update[fusion] = None
                 fused_now.add(fusion)
-            if producer.parent is comp and not producer._users and comp.root is not producer:
+            if producer.parent is comp and not producer.user_count and comp.root is not producer:
                 version.pop(producer, None)
                 to_update.pop(producer, None)
                 self._remove(comp, producer)
@@ -530,7 +530,7 @@ class GpuPriorityFusion:
         (if any) still name the old operand; they stay in use as they are, but are no
         longer grown incrementally."""
         evaluations = self.evaluations
-        for user in fusion._users:
+        for user in fusion.iter_users():
             ev = evaluations.get(user)
             if ev is not None:
                 ev.stale = True

@@ -40,7 +40,7 @@ def test_no_import_cycles_beyond_the_known_one():
 PRIVATE_IR_FIELDS = {
     "_instructions", "_users", "_literal", "_parsed", "_control_predecessors",
     "_control_successors", "_computations", "_names", "_next_suffix", "_stems",
-    "_comp_index", "_renames", "_pending_drop"}
+    "_comp_index", "_renames", "_pending_drop", "_name"}
 
 
 def private_ir_accesses(root=ROOT) -> list[str]:
@@ -57,3 +57,7 @@ def private_ir_accesses(root=ROOT) -> list[str]:
                         not (isinstance(node.value, ast.Name) and node.value.id == "self"):
                     out.append(f"{rel}:{node.lineno} .{node.attr}")
     return out
+
+
+def test_nothing_outside_the_ir_touches_private_ir_fields():
+    assert private_ir_accesses() == []

@@ -62,7 +62,7 @@ def is_mof(inst: Instruction) -> bool:
 
 
 def fused_instructions(inst: Instruction):
-    return [i for i in inst.called[0]._instructions if i.opcode != "parameter"]
+    return [i for i in inst.called[0].iter_instructions() if i.opcode != "parameter"]
 
 
 _CHEAP = frozenset("""add and bitcast bitcast-convert broadcast ceil clamp count-leading-zeros
@@ -515,7 +515,7 @@ def _shared_memory(inst: Instruction) -> int:
         return 0
     if op == "fusion":
         total = 0
-        for i in inst.called[0]._instructions:
+        for i in inst.called[0].iter_instructions():
             if i.opcode in _SHARED_MEMORY_OPCODES:  # nothing else uses shared memory
                 total += _shared_memory(i)
         return total
@@ -531,7 +531,7 @@ def _unnested_reductions(inst: Instruction) -> int:
         return 1 if is_reduction_from_or_to_contiguous_dimensions(inst) else 0
     if op == "fusion":
         total = 0
-        for i in inst.called[0]._instructions:
+        for i in inst.called[0].iter_instructions():
             o = i.opcode
             if o == "reduce" or o == "fusion":
                 total += _unnested_reductions(i)

@@ -155,7 +155,7 @@ ENTRY %main (p: f32[1024,1024], q: f32[1024,1024]) -> f32[1024,1024] {
 # ---- incremental indexing evaluation ----------------------------------------------------------
 
 def _normalized(ev):
-    live = set(ev.fusion.called[0]._instructions) | {ev.fusion}
+    live = set(ev.fusion.called[0].iter_instructions()) | {ev.fusion}
     users = {k: frozenset(v) for k, v in ev.users.items()
              if v and (k in live or k in ev.fusion.operands)}
     count = {k: c for k, c in ev.count.items() if k in live}
