@@ -22,22 +22,12 @@ import json
 from dataclasses import dataclass
 
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE
+from hlo_opt.ir.opcodes import FREE as FREE_OPCODES, TRANSCENDENTAL, ELEMENTWISE
 from hlo_opt.ir.shape import Shape
 
 __all__ = ["Cost", "CostCache", "FREE_OPCODES", "TRANSCENDENTAL", "fusion_param_read_bytes",
            "instruction_cost", "kernel_computations", "module_cost", "operand_utilization",
            "shape_bytes", "value_shape"]
-
-TRANSCENDENTAL = frozenset({
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "power",
-    "rsqrt", "sqrt", "cbrt", "tanh", "tan", "sine", "cosine", "atan2", "erf", "acos", "acosh",
-    "asin", "asinh", "atan", "atanh", "cosh", "sinh"})
-
-# Instructions that move no data and launch no kernel.
-FREE_OPCODES = frozenset({
-    "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all",
-    "add-dependency", "opt-barrier", "partition-id", "replica-id", "domain"})
 
 
 @dataclass

@@ -40,16 +40,14 @@ from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
                                           is_fusible as hlo_is_fusible, is_input_fusible,
                                           is_input_fusible_reduction, in_place_operands, is_intermediate,
                                           should_fuse_in_place_op)
+from hlo_opt.ir.opcodes import EMITTER_FUSIBLE
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 from .fusion_merger import (_SPLITTING, MAX_BASIC_BLOCK_SPLITS_PER_FUSION, MAX_IR_SIZE,
                             _ir_size, _splits)
 
-_ELEMENTAL = frozenset({"copy", "iota", "constant", "reduce", "bitcast", "broadcast",
-                        "concatenate", "dynamic-slice", "dynamic-update-slice", "gather",
-                        "pad", "reduce-window", "reshape", "reverse", "scatter", "slice",
-                        "transpose"})
+_ELEMENTAL = EMITTER_FUSIBLE
 INF = float("inf")
 _MISSING = object()
 # operands of a new fusion whose priority is not recomputed (see the loop)

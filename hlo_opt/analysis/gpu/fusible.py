@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE
+from hlo_opt.ir.opcodes import ELEMENTWISE, NEVER_EXPENSIVE
 from hlo_opt.ir.types import is_complex, is_integral
 
 from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions,
@@ -65,13 +65,7 @@ def fused_instructions(inst: Instruction):
     return [i for i in inst.called[0].iter_instructions() if i.opcode != "parameter"]
 
 
-_CHEAP = frozenset("""add and bitcast bitcast-convert broadcast ceil clamp count-leading-zeros
-compare complex concatenate constant convert copy copy-done copy-start dynamic-slice
-dynamic-update-slice floor get-tuple-element imag infeed iota is-finite maximum minimum
-multiply negate not opt-barrier or xor outfeed pad partition-id popcnt real reduce-precision
-replica-id reshape dynamic-reshape reverse round-nearest-afz round-nearest-even select
-shift-left shift-right-arithmetic shift-right-logical slice stochastic-convert subtract
-transpose tuple""".split())
+_CHEAP = NEVER_EXPENSIVE
 
 
 def _is_constant_effective_scalar(inst: Instruction) -> bool:
