@@ -271,6 +271,19 @@ class Instruction:
         return self.called[0]
 
     @property
+    def is_multi_output_fusion(self) -> bool:
+        """XLA's IsMultiOutputFusion: a fusion whose fused root is a tuple."""
+        return self.opcode == "fusion" and self.called[0].root.opcode == "tuple"
+
+    def fusion_outputs(self) -> list["Instruction"]:
+        """GetOutputsOfFusible: the fused values a fusion returns (the instruction itself
+        for a non-fusion)."""
+        if self.opcode != "fusion":
+            return [self]
+        root = self.called[0].root
+        return list(root.operands) if root.opcode == "tuple" else [root]
+
+    @property
     def to_apply(self) -> "Computation":
         return self.called[0]
 

@@ -239,6 +239,13 @@ class HloModule:
                     out.setdefault(callee, []).append(inst)
         return out
 
+    def nonfusion_computations(self, post_order: bool = False) -> list[Computation]:
+        """XLA's ``MakeNonfusionComputations``: every computation no fusion calls, in
+        stored order (``post_order``: callees first, :meth:`computation_post_order`)."""
+        fused = self.fusion_computations()
+        comps = self.computation_post_order() if post_order else self.computations
+        return [c for c in comps if c not in fused]
+
     def fusion_computations(self) -> set[Computation]:
         return {c for comp in self.computations for inst in comp.instructions
                 if inst.opcode == "fusion" for c in inst.called}

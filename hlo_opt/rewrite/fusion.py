@@ -31,18 +31,9 @@ __all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_m
 FUSED_COMPUTATION_NAME = "fused_computation"
 
 
-def is_mof(inst: Instruction) -> bool:
-    """XLA's IsMultiOutputFusion: a fusion whose fused root is a tuple."""
-    return inst.opcode == "fusion" and inst.called[0].root.opcode == "tuple"
-
-
-def fusion_outputs(inst: Instruction) -> list[Instruction]:
-    """GetOutputsOfFusible: the fused values a fusion returns (the instruction itself
-    for a non-fusion)."""
-    if inst.opcode != "fusion":
-        return [inst]
-    root = inst.called[0].root
-    return list(root.operands) if root.opcode == "tuple" else [root]
+# the IR's definitions, under the names the fusion passes use
+is_mof = Instruction.is_multi_output_fusion.fget
+fusion_outputs = Instruction.fusion_outputs
 
 
 def fused_parameter(fusion: Instruction, operand: Instruction) -> Instruction:

@@ -57,8 +57,7 @@ def is_loop_fusion(inst: Instruction) -> bool:
     return is_fusion_kind(inst, "kLoop")
 
 
-def is_mof(inst: Instruction) -> bool:
-    return inst.opcode == "fusion" and inst.called[0].root.opcode == "tuple"
+is_mof = Instruction.is_multi_output_fusion.fget  # the IR's definition
 
 
 def fused_instructions(inst: Instruction):
