@@ -39,7 +39,7 @@ $(VENV)/.installed-lint: $(VENV)/.installed-test
 	touch $@
 
 # ruff (configured in pyproject.toml), then the layering tests: the import direction,
-# no new import cycles, no private IR fields outside hlo_opt/ir
+# no import cycles, no private IR fields outside hlo_opt/ir
 lint: $(VENV)/.installed-lint
 	$(PY) -m ruff check hlo_opt passes tests benchmarks scripts
 	$(PY) -m pytest -q tests/unit/test_architecture.py
