@@ -168,4 +168,37 @@ template <class T, class U> HD T hlo_bitcast(U x) {
   memcpy(&r, &x, sizeof(T));
   return r;
 }
+HD float hlo_reduce_precision_f32(float x, int ebits, int mbits) {  // XLA's algorithm
+  uint32_t b = __float_as_uint(x);
+  if (mbits < 23) {
+    uint32_t last = 1u << (23 - mbits), bias = (last >> 1) - 1;
+    b = (b + ((b & last) >> (23 - mbits)) + bias) & ~(last - 1);
+  }
+  if (ebits < 8) {
+    uint32_t emask = 0x7f800000u, e = b & emask;
+    int rb = (1 << (ebits - 1)) - 1;
+    uint32_t sz = b & 0x80000000u;
+    if (e > ((uint32_t)(127 + rb) << 23)) b = sz | emask;
+    else if (e <= ((uint32_t)(127 - rb) << 23)) b = sz;
+  }
+  float r = __uint_as_float(b);
+  if (x != x) return mbits > 0 ? x : __uint_as_float((__float_as_uint(x) & 0x80000000u) | 0x7f800000u);
+  return r;
+}
+HD double hlo_reduce_precision_f64(double x, int ebits, int mbits) {
+  uint64_t b = (uint64_t)__double_as_longlong(x);
+  if (mbits < 52) {
+    uint64_t last = 1ull << (52 - mbits), bias = (last >> 1) - 1;
+    b = (b + ((b & last) >> (52 - mbits)) + bias) & ~(last - 1);
+  }
+  if (ebits < 11) {
+    uint64_t emask = 0x7ff0000000000000ull, e = b & emask;
+    long long rb = (1ll << (ebits - 1)) - 1;
+    uint64_t sz = b & 0x8000000000000000ull;
+    if (e > ((uint64_t)(1023 + rb) << 52)) b = sz | emask;
+    else if (e <= ((uint64_t)(1023 - rb) << 52)) b = sz;
+  }
+  if (x != x) return mbits > 0 ? x : __longlong_as_double((long long)((((uint64_t)__double_as_longlong(x)) & 0x8000000000000000ull) | 0x7ff0000000000000ull));
+  return __longlong_as_double((long long)b);
+}
 #endif
