@@ -201,4 +201,12 @@ HD double hlo_reduce_precision_f64(double x, int ebits, int mbits) {
   if (x != x) return mbits > 0 ? x : __longlong_as_double((long long)((((uint64_t)__double_as_longlong(x)) & 0x8000000000000000ull) | 0x7ff0000000000000ull));
   return __longlong_as_double((long long)b);
 }
-#endif
+
+// warp shuffles of any register type (narrow ints and bool travel as int)
+template <class T> HD T hlo_shfl_xor(T v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+HD bool hlo_shfl_xor(bool v, int o) { return __shfl_xor_sync(0xffffffffu, (int)v, o) != 0; }
+HD int8_t hlo_shfl_xor(int8_t v, int o) { return (int8_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
+HD uint8_t hlo_shfl_xor(uint8_t v, int o) { return (uint8_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
+HD int16_t hlo_shfl_xor(int16_t v, int o) { return (int16_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
+HD uint16_t hlo_shfl_xor(uint16_t v, int o) { return (uint16_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
+#endif  // HLO_PRELUDE
