@@ -59,6 +59,8 @@ def c_name(name: str, taken: set) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not base or base[0].isdigit():
         base = "k_" + base
+    if not any(ch.isdigit() for ch in base):  # "div", "exp", "abs": C and CUDA names
+        base += "_k"
     n, i = base, 1
     while n in taken:
         i += 1
@@ -116,9 +118,26 @@ def _delinearize_physical(shape, linear: Expr) -> tuple:
     return tuple(out)
 
 
+def flat_roots(kernel) -> list:
+    """(instruction, leaf) per output: a fusion root tuple whose operands are tuples
+    themselves (a variadic reduce among the outputs) gives one entry per leaf."""
+    inst = kernel.instruction
+    if inst.opcode != "fusion":
+        return list(kernel.roots)
+    r = inst.fused_computation.root
+    if r.opcode != "tuple":
+        return list(kernel.roots)
+    out = []
+    for x in r.operands:
+        n = len(x.shape.leaves()) if x.shape.is_tuple() else 1
+        out.extend((x, j) for j in range(n))
+    return out if len(out) == len(kernel.outputs) else list(kernel.roots)
+
+
 class KernelEmitter:
     def __init__(self, kernel, names: set, device, config: LaunchConfig | None = None):
         self.k = kernel
+        self.roots = flat_roots(kernel)
         self.names = names
         self.device = device
         self.cfg = config or LaunchConfig()
@@ -139,7 +158,8 @@ class KernelEmitter:
             v = k.outputs[n]
             check_type(v.shape.element_type, f"output of {k.name}")
             t = STORAGE[v.shape.element_type]
-            decl.append(f"{t}* out{n}")
+            own = k.output_slices[n] not in k.input_slices and not k.in_place
+            decl.append(f"{t}*{' __restrict__' if own else ''} out{n}")
             params.append((f"{t}*", "out", n))
         return params, decl
 
@@ -186,12 +206,12 @@ class KernelEmitter:
         return list(groups.values())
 
     def _root_exprs(self, em, outs, idx):
-        return [em.value(*self.k.roots[n], idx) if len(self.k.roots[n]) == 1
-                else em.value(self.k.roots[n][0], idx, self.k.roots[n][1]) for n in outs]
+        return [em.value(*self.roots[n], idx) if len(self.roots[n]) == 1
+                else em.value(self.roots[n][0], idx, self.roots[n][1]) for n in outs]
 
     def _root_has_reduce(self, outs) -> bool:
         return any(r[0].opcode == "reduce" or self._hero_reduce(r[0]) for n in outs
-                   for r in [self.k.roots[n]])
+                   for r in [self.roots[n]])
 
     def _hero_reduce(self, inst):
         from ...codegen.kinds import find_hero
@@ -200,7 +220,7 @@ class KernelEmitter:
     def _is_row(self, outs) -> bool:
         from ...codegen.kinds import find_hero, reduction_is_row
         for n in outs:
-            h = find_hero(self.k.roots[n][0])
+            h = find_hero(self.roots[n][0])
             if h.opcode == "reduce":
                 return reduction_is_row(h)
         return True
@@ -234,6 +254,7 @@ class KernelEmitter:
         body = "\n".join(blk.lines)
         code = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
                 f'{", ".join(decl)}) {{\n'
+                f"  #pragma unroll 4\n"
                 f"  for ({it} L = ({it})blockIdx.x * blockDim.x + threadIdx.x; L < {n_el}; "
                 f"L += ({it})gridDim.x * blockDim.x) {{\n{body}\n  }}\n}}\n")
         return KernelSource(name, k.name, "loop", code, params, (grid, 1, 1), (threads, 1, 1),
@@ -247,7 +268,7 @@ class KernelEmitter:
     # ---- in-place dynamic-update-slice ----------------------------------------------------
     def _dus(self) -> KernelSource:
         k = self.k
-        root = k.roots[0][0]
+        root = self.roots[0][0]
         upd = root.operands[1]
         shape = root.shape
         n_el = upd.shape.num_elements()
@@ -346,7 +367,7 @@ class KernelEmitter:
         from ...codegen.kinds import find_hero
         best = 1
         for n in outs:
-            h = find_hero(self.k.roots[n][0])
+            h = find_hero(self.roots[n][0])
             if h.opcode == "reduce":
                 s = h.operands[0].shape
                 size = 1
@@ -388,6 +409,7 @@ class ReductionBlock(KernelBlock):
         start = {"warp": "lane", "block": "threadIdx.x", "column": "ty"}[self.mode]
         step = {"warp": 32, "block": self.tpr, "column": self.tpr}[self.mode]
         kt = "int" if self.narrow else "int64_t"
+        self.emit("#pragma unroll 4")
         self.open(f"for ({kt} {kv} = {start}; {kv} < {total}; {kv} += {step})")
         rest = total
         for name, trip in spec.loop_vars:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...codegen import Control, Copy, Kernel, LibraryCall, make_plan
+from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall, make_plan
 from ...errors import UnsupportedError
 from .emitters import LaunchConfig, emit_kernel
 from .libraries import gemm_spec
@@ -105,7 +105,7 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
     if isinstance(st, Kernel):
         try:
             ks = emit_kernel(st, names, device, config)
-        except (UnsupportedError, KeyError) as e:
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
             # an element type or op the renderer lacks (c64, f4 ...): the step runs on the
             # host, and the program says so (Program.host_fallbacks)
             fallbacks.append((st.name, str(e)))
