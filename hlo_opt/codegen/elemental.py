@@ -305,7 +305,7 @@ def _reduce(em, inst, idx, leaf):
     for d in range(shape.rank):
         full.append(lvars[d] if d in rdims else next(it))
     for d in phys:
-        if d in rdims:
+        if d in rdims and lvars[d].op == "var":
             loop.append((lvars[d].attr[0], shape.dims[d]))
     full = tuple(full)
     dtypes = [op.shape.element_type for op in ins]
