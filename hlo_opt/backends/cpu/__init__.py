@@ -108,7 +108,9 @@ class CpuExecutable:
         key = make_key(RENDERER_VERSION, text, _flags_key(o), compiler.toolchain_id(),
                        str(use_blas))
         self.cache = ObjectCache(cache_dir) if cache and not check_steps else None
-        hit = self.cache.get(key) if self.cache is not None else None
+        dumping = bool(o is not None and getattr(o, "xla_dump_to", ""))
+        # a dump needs the IR, so it compiles even when the cache has the object
+        hit = self.cache.get(key) if self.cache is not None and not dumping else None
         self.cache_hit = hit is not None
         if hit is not None:
             obj, meta = hit
@@ -122,6 +124,8 @@ class CpuExecutable:
             self.artifacts = art
             if self.cache is not None:
                 self.cache.put(key, obj, meta)
+            if dumping:
+                _dump(module, o, art, mplan)
         self.plan = mplan
         self.meta = meta
         steps = {(p.computation.name, s.name): (s, p) for p, s in mplan.steps()}
@@ -162,6 +166,21 @@ class CpuExecutable:
         for name, why in host.items():
             lines.append(f"  host: %{name}: {why}")
         return "\n".join(lines)
+
+
+def _dump(module, options, art, mplan):
+    """XLA:CPU's dump files: ``module_NNNN.NAME.ir-no-opt.ll``, ``...ir-with-opt.ll``
+    and ``...cpu_after_optimizations-buffer-assignment.txt``."""
+    from ...dump.naming import filename_for
+    from ...dump.writer import DumpConfig, DumpDirectory
+    config = DumpConfig.from_options(options)
+    if not config.should_dump_module(module.name):
+        return
+    directory = DumpDirectory(config)
+    for suffix, text in (("ir-no-opt.ll", art.ir_no_opt), ("ir-with-opt.ll", art.ir_with_opt),
+                         ("cpu_after_optimizations-buffer-assignment.txt",
+                          mplan.assignment.to_text() + "\n")):
+        directory.write_text(filename_for(0, module.name, "", suffix), text, stdout_ok=False)
 
 
 def compile(module, **options):  # noqa: A001 - XLA's verb

@@ -169,6 +169,15 @@ class ModuleRenderer:
         self._host(st, why)
 
     def _host(self, st, why):
+        from ..interpreter import HANDLERS
+        inst = st.instruction
+        if inst.opcode not in HANDLERS:
+            from ...errors import UnsupportedError
+            err = UnsupportedError(
+                f"the cpu backend cannot lower %{inst.name} ({inst.opcode}) in computation "
+                f"%{self.plan.computation.name}: {why}, and no host handler exists")
+            err.instruction = inst
+            raise err
         hid = len(self.res.host_steps)
         self.res.host_steps.append((st, self.plan))
         self.res.host_reasons[st.name] = why
