@@ -111,6 +111,8 @@ def _ensure_gpu_pipelines() -> None:
         _gpu_registered = True
         from passes.gpu_pipelines import register_gpu_pipelines
         register_gpu_pipelines(PIPELINES)
+        from passes.cpu_pipelines import register_cpu_pipelines
+        register_cpu_pipelines(PIPELINES)
 
 
 def pipeline_names() -> list[str]:

@@ -54,7 +54,25 @@ def command(name, as_json):
     from rich.console import Console
     from rich.tree import Tree
     root = Tree("[bold]pipelines[/bold] (hlo-opt --pipeline NAME)")
+    from passes.cpu_pipelines import missing_passes as cpu_missing
+    from passes.gpu_pipelines import missing_passes as gpu_missing
+    missing = {**gpu_missing(), **cpu_missing()}
     for n in names:
         node = root.add(f"[bold cyan]{n}[/bold cyan]")
         _add(node, PIPELINES[n])
+        for sub in _sub_names(PIPELINES[n]):
+            if missing.get(sub):
+                node.add(f"[yellow]not ported ({sub}):[/yellow] " + ", ".join(missing[sub]))
     Console().print(root)
+
+
+def _sub_names(spec) -> list[str]:
+    from passes.pipelines import Fix
+    if isinstance(spec, str):
+        return []
+    if isinstance(spec, Fix):
+        return _sub_names(spec.body)
+    out = [spec.name]
+    for item in spec.items:
+        out += _sub_names(item)
+    return out

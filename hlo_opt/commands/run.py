@@ -27,7 +27,15 @@ from ..errors import HloError
 @click.option("--pipeline", default=None, help="Run this named pipeline before executing.")
 @click.option("--passes", default=None, help="Run these passes (comma list) before executing.")
 @click.option("--backend", default="interpreter", show_default=True,
-              help="Backend that executes the module (only `interpreter` exists so far).")
+              help="Backend that executes the module: interpreter (numpy, the oracle) or "
+                   "cpu (llvmlite; runs the cpu pipeline first, as XLA's run_hlo_module "
+                   "--platform=cpu does).")
+@click.option("--run_test_hlo_passes", "--run-test-hlo-passes", "run_test_hlo_passes",
+              default=True, show_default=True, type=click.BOOL,
+              help="Run the backend's compiler pipeline before compiling (cpu: `cpu`); "
+                   "false compiles the module as given.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Do not read or write the compiled-object disk cache.")
 @click.option("--inputs", "inputs_path", default=None,
               help="npz file with arg0..argN-1 (the entry parameters by number).")
 @click.option("--random-inputs", is_flag=True,
@@ -50,9 +58,9 @@ from ..errors import HloError
               help="Write bf16/f8 outputs as their bit patterns instead of float32.")
 @click.option("--split-input-file", is_flag=True, help="Split the input on '// -----' lines.")
 @click.pass_context
-def command(ctx, input, pipeline, passes, backend, inputs_path, random_inputs, seed,
-            outputs_path, compare_with, abs_bound, rel_bound, iterations, print_literals,
-            raw_bits, split_input_file):
+def command(ctx, input, pipeline, passes, backend, run_test_hlo_passes, no_cache,
+            inputs_path, random_inputs, seed, outputs_path, compare_with, abs_bound,
+            rel_bound, iterations, print_literals, raw_bits, split_input_file):
     """Execute INPUT (a path or '-') and report outputs, timings and comparisons."""
     flag_tokens = list(ctx.args)
     bad = [a for a in flag_tokens if not a.startswith("--xla_")]
@@ -62,6 +70,13 @@ def command(ctx, input, pipeline, passes, backend, inputs_path, random_inputs, s
         raise click.UsageError("--inputs and --random-inputs cannot be used together")
     if passes and pipeline:
         raise click.UsageError("--passes and --pipeline cannot be used together")
+    if backend == "cpu" and run_test_hlo_passes and not passes and not pipeline:
+        pipeline = "cpu"
+    backend_options = {}
+    if backend != "interpreter":
+        from ..flags import DebugOptions, parse_flag_tokens
+        backend_options = {"debug_options": DebugOptions.from_sources(
+            parse_flag_tokens(flag_tokens, "command line")), "cache": not no_cache}
     text, filename = read_input(input)
     modules = load_modules_from_text(text, filename, split_input_file)
     if len(modules) > 1 and (inputs_path or outputs_path):
@@ -70,7 +85,7 @@ def command(ctx, input, pipeline, passes, backend, inputs_path, random_inputs, s
     for module in modules:
         f, t = _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, seed,
                            outputs_path, compare_with, abs_bound, rel_bound, iterations,
-                           print_literals, raw_bits, len(modules) > 1)
+                           print_literals, raw_bits, len(modules) > 1, backend_options)
         failed_runs += f
         total_runs += t
     if compare_with:
@@ -82,7 +97,7 @@ def command(ctx, input, pipeline, passes, backend, inputs_path, random_inputs, s
 
 def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, seed,
                 outputs_path, compare_with, abs_bound, rel_bound, iterations, print_literals,
-                raw_bits, label):
+                raw_bits, label, backend_options=None):
     import numpy as np
     from ..backends import compile as compile_module
     from ..backends.interpreter.literals import (arguments_from_npz, compare_results,
@@ -93,12 +108,18 @@ def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, see
         module = _optimize(module.clone(), flag_tokens, passes, pipeline)
     if label:
         click.echo(f"== module {module.name}")
-    test = compile_module(module, backend)
+    backend_options = backend_options or {}
+    start = time.perf_counter()
+    test = compile_module(module, backend, **backend_options)
+    if backend != "interpreter":
+        hit = " (cache hit)" if getattr(test, "cache_hit", False) else ""
+        click.echo(f"compile: {backend}: {(time.perf_counter() - start) * 1e3:.1f} ms{hit}")
     reference = None
     ref_name = None
     if compare_with:
         ref_name = backend if compare_with == "unoptimized" else compare_with
-        reference = compile_module(reference_module, ref_name)
+        reference = compile_module(reference_module, ref_name,
+                                   **(backend_options if ref_name == backend else {}))
         ref_name = f"{ref_name} (unoptimized)"
     fixed_args = None
     if inputs_path:
