@@ -48,8 +48,9 @@ class Platform:
 PROVIDERS: dict[str, str | None] = {
     "transforms": None,
     "cpu": "hlo_opt.backends.cpu.stages",
+    "gpu": "hlo_opt.backends.cuda.stages",
 }
-ALIASES: dict[str, str] = {"host": "cpu"}
+ALIASES: dict[str, str] = {"host": "cpu", "cuda": "gpu"}
 _REGISTRY: dict[str, Platform] = {}
 
 

@@ -67,7 +67,9 @@ def probe() -> "Device":
         _PROBE["error"] = str(e)
         raise
     except Exception as e:  # DynamicLibNotFoundError: no libcuda.so
-        _PROBE["error"] = f"{NO_DEVICE} ({type(e).__name__}: {str(e)[:120]})"
+        why = ("libcuda.so not found: no NVIDIA driver installed"
+               if "DynamicLib" in type(e).__name__ else f"{type(e).__name__}: {str(e)[:120]}")
+        _PROBE["error"] = f"{NO_DEVICE} ({why})"
         raise CudaDriverError(_PROBE["error"]) from None
     _PROBE["device"] = dev
     return dev

@@ -10,13 +10,17 @@ from ..cuda.target import target_device
 class SimExecutable:
     name = "cuda-sim"
 
-    def __init__(self, module, debug: bool = True, config=None, device_info=None):
+    def __init__(self, module, debug_options=None, cache: bool = True, debug: bool = True,
+                 config=None, device_info=None):
         from ..cuda.program import build_program, full_source
         from .compiler import compile_sim
         from .device import SimDevice
         self.module = module
-        self.device_info = device_info or target_device(module)
+        self.device_info = device_info or target_device(module, debug_options)
         self.program = build_program(module, self.device_info, config)
+        if debug_options is not None and getattr(debug_options, "xla_dump_to", ""):
+            from ..cuda import dump
+            dump(module, debug_options, self.program)
         kernels = [(k.name, [t for t, _, _ in k.params]) for k in self.program.kernels]
         self.library = compile_sim(full_source(self.program), kernels, debug=debug)
         self.device = SimDevice(self.library)
@@ -30,6 +34,13 @@ class SimExecutable:
 
     def run(self, args):
         return self.runner().run(args)
+
+    def profile(self, args, iterations: int = 1):
+        r = self.runner(profile=True)
+        r.times.clear()
+        for _ in range(iterations):
+            r.run(args)
+        return r.profile_rows()
 
 
 def compile(module, **options):  # noqa: A001 - the backends' verb
