@@ -22,11 +22,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 LINES: list = []
+OUT_FILE: list = []   # the figures file, written line by line (a timeout keeps what ran)
 
 
 def say(line: str = "") -> None:
     print(line, flush=True)
     LINES.append(line)
+    if OUT_FILE:
+        with open(OUT_FILE[0], "a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
 
 def samples():
@@ -211,6 +215,15 @@ def performance(backend: str, scale: str, iters: int):
             ratios.append((name, t_ours / t_jax))
             line += f"; XLA:GPU {t_jax * 1e6:9.1f} us; ours/XLA {t_ours / t_jax:5.2f}x"
         say(line)
+        try:
+            pr = r.exe.runner(profile=True)
+            pr.times.clear()
+            for _ in range(3):
+                pr.execute(r.exe.program.entry, r.frame)
+            say("      per kernel: " + ", ".join(
+                f"{x['name']} {x['time_us']:.1f}us" for x in pr.profile_rows()[:6]))
+        except Exception as e:  # noqa: BLE001
+            say(f"      profile failed: {type(e).__name__}: {str(e)[:120]}")
     if bw_rows:
         say("  single-kernel modules, bandwidth vs copy: " + ", ".join(
             f"{n} {100 * x:.0f}%" for n, x in bw_rows) + " (target >= 85%)")
@@ -250,11 +263,10 @@ def gemm(sizes):
         grid, block = gemm_launch(m, n, k)
         import ctypes
 
+        types = (ctypes.c_void_p,) * 3 + (ctypes.c_int,) * 3
+
         def run():
-            dev.drv.cuLaunchKernel(fn, *grid, *block, 0, dev.stream,
-                                   ((da, db, dc, m, n, k), (ctypes.c_void_p, ctypes.c_void_p,
-                                                            ctypes.c_void_p, ctypes.c_int,
-                                                            ctypes.c_int, ctypes.c_int)), 0)
+            dev.launch_function(fn, grid, block, [da, db, dc, m, n, k], types=types)
         t_ours = _event_time(dev, run, 10)
         flops = 2.0 * m * n * k
         line = f"  bf16 gemm {m}x{n}x{k}: NVRTC mma.sync {flops / t_ours / 1e12:7.1f} TFLOP/s"
@@ -319,13 +331,21 @@ def main(argv=None):
     ap.add_argument("--section", default="all")
     ap.add_argument("--quick", action="store_true")
     ns = ap.parse_args(argv)
+    if ns.out != os.devnull:
+        with open(ns.out, "w", encoding="utf-8"):
+            pass
+        OUT_FILE.append(ns.out)
     backend = ns.backend
     if backend is None:
         try:
             from hlo_opt.backends.cuda.driver import probe
             dev = probe()
             backend = "cuda"
-            say(f"device: {dev.name} ({dev.arch}, {dev.sm_count} SMs)")
+            from hlo_opt.backends.cuda import toolchain
+            import cuda.bindings
+            say(f"device: {dev.name} ({dev.arch}, {dev.sm_count} SMs); NVRTC "
+                f"{toolchain.nvrtc_version()}; cuda-bindings {cuda.bindings.__version__}; "
+                f"python {sys.version.split()[0]}")
         except Exception as e:  # noqa: BLE001
             backend = "cuda-sim"
             say(f"no GPU ({str(e)[:100]}): checking under cuda-sim")
@@ -362,8 +382,6 @@ def main(argv=None):
                 say("  ! " + ln)
         say(f"  ({time.perf_counter() - t:.1f}s)")
     say(f"total {time.perf_counter() - t0:.1f}s")
-    with open(ns.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(LINES) + "\n")
     return 0
 
 

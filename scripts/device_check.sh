@@ -27,4 +27,4 @@ export HLO_OPT_CACHE_DIR=${HLO_OPT_CACHE_DIR:-/tmp/hlo-opt-cache}
 default_out=device_check.txt
 [ -n "${OUT:-}" ] && default_out="$OUT/device_check.txt"
 case " $* " in *" --out "*) extra=() ;; *) extra=(--out "$default_out") ;; esac
-exec timeout 470 "$PY" scripts/device_check.py "${extra[@]}" "$@"
+exec timeout "${DEVICE_CHECK_TIMEOUT:-470}" "$PY" scripts/device_check.py "${extra[@]}" "$@"
