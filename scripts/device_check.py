@@ -353,34 +353,52 @@ def main(argv=None):
         ok, total = correctness(backend, samples(), pipelines=(None,))
         say(f"samples: {ok}/{total}")
         return 0 if ok == total else 1
-    t0 = time.perf_counter()
-    sections = [
-        ("correctness: samples (raw and gpu pipeline) vs interpreter",
-         lambda: say("  => %d/%d pass" % correctness(backend, samples()))),
-        ("correctness: JAX benchmark modules (small) vs interpreter",
-         lambda: say("  => %d/%d pass" % correctness(backend, jax_small()))),
-    ]
-    if backend == "cuda":
-        sections.append(("compute-sanitizer memcheck on the samples",
-                         lambda: say("  " + memcheck(150 if not ns.quick else 60))))
-    else:
-        sections.append(("memcheck", lambda: say("  cuda-sim: every buffer access is "
-                                                 "bounds-checked (EMU_DEBUG) in the runs above")))
     scale = "large" if backend == "cuda" else "small"
     iters = 20 if backend == "cuda" else 1
-    sections.append((f"bandwidth and whole-module time ({scale} modules, {backend})",
-                     lambda: performance(backend, scale, iters)))
-    if backend == "cuda":
-        sections.append(("bf16 gemm", lambda: gemm([4096, 8192])))
-    for title, fn in sections:
+    sections = {
+        "samples": ("correctness: samples (raw and gpu pipeline) vs interpreter", 100,
+                    lambda: say("  => %d/%d pass" % correctness(backend, samples()))),
+        "jax": ("correctness: JAX benchmark modules (small) vs interpreter", 60,
+                lambda: say("  => %d/%d pass" % correctness(backend, jax_small()))),
+        "memcheck": ("compute-sanitizer memcheck on the samples", 130,
+                     lambda: say("  " + memcheck(120))),
+        "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 150,
+                        lambda: performance(backend, scale, iters)),
+        "gemm": ("bf16 gemm", 60, lambda: gemm([4096, 8192])),
+    }
+    if backend != "cuda":
+        sections["memcheck"] = ("memcheck", 10, lambda: say(
+            "  cuda-sim: every buffer access is bounds-checked (EMU_DEBUG) in the runs above"))
+        del sections["gemm"]
+    if ns.section in sections:  # one section, in this process
+        title, _, fn = sections[ns.section]
         say(f"== {title}")
         t = time.perf_counter()
         try:
             fn()
-        except Exception:  # noqa: BLE001 - one broken section must not hide the others
+        except Exception:  # noqa: BLE001
             for ln in traceback.format_exc().splitlines()[-8:]:
                 say("  ! " + ln)
         say(f"  ({time.perf_counter() - t:.1f}s)")
+        return 0
+    # every section in a process of its own: a GPU fault in one cannot poison the others
+    t0 = time.perf_counter()
+    for name, (title, limit, _) in sections.items():
+        cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--backend",
+               backend, "--out", ns.out + ".part"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+            tail = r.stderr.strip().splitlines()[-3:] if r.returncode else []
+        except subprocess.TimeoutExpired:
+            r, tail = None, [f"section timed out after {limit}s"]
+        part = ns.out + ".part"
+        if os.path.exists(part):
+            with open(part, encoding="utf-8") as f:
+                for ln in f.read().splitlines():
+                    say(ln)
+            os.remove(part)
+        for ln in tail:
+            say("  ! " + ln)
     say(f"total {time.perf_counter() - t0:.1f}s")
     return 0
 

@@ -23,6 +23,7 @@ for d in .whl ../.whl; do
 done
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
 export HLO_OPT_CACHE_DIR=${HLO_OPT_CACHE_DIR:-/tmp/hlo-opt-cache}
 default_out=device_check.txt
 [ -n "${OUT:-}" ] && default_out="$OUT/device_check.txt"
