@@ -59,7 +59,7 @@ def c_name(name: str, taken: set) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not base or base[0].isdigit():
         base = "k_" + base
-    if not any(ch.isdigit() for ch in base):  # "div", "exp", "abs": C and CUDA names
+    if base == name:  # "div", "exp", "atan2": C and CUDA functions keep no '.' in their names
         base += "_k"
     n, i = base, 1
     while n in taken:

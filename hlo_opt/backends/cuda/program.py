@@ -76,9 +76,11 @@ def prelude() -> str:
 
 
 def build_program(module, device, config: LaunchConfig | None = None,
-                  use_libraries: bool = True) -> Program:
+                  use_libraries: bool = True, names: set | None = None) -> Program:
+    """``names``: kernel names already taken (programs compiled together, as the tests
+    do for every corpus module at once, share one set)."""
     mplan = make_plan(module)
-    names: set = set()
+    names = set() if names is None else names
     kernels: list = []
     fallbacks: list = []
     progs: dict = {}
@@ -98,6 +100,11 @@ def build_program(module, device, config: LaunchConfig | None = None,
 def full_source(prog: Program) -> str:
     """The translation unit with the prelude inlined (what NVRTC and g++ compile)."""
     return prog.source.replace(f'#include "{PRELUDE_NAME}"', prelude(), 1)
+
+
+def combined_source(programs) -> str:
+    """One translation unit for several programs built with a shared ``names`` set."""
+    return prelude() + "\n" + "\n".join(k.code for p in programs for k in p.kernels)
 
 
 def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):

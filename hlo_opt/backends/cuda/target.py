@@ -30,6 +30,8 @@ def parse_text_proto(text: str, filename: str = "<gpu_specs>") -> dict:
             break
         m = _TOKEN.match(text, pos)
         if not m:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
             line = text.count("\n", 0, pos) + 1
             col = pos - (text.rfind("\n", 0, pos) + 1) + 1
             src = text.splitlines()[line - 1] if text.splitlines() else ""
