@@ -109,6 +109,71 @@ class KernelBlock(Block):
         return super()._node(n)
 
 
+_VEC = {1: "uchar", 2: "ushort", 4: "uint"}
+_COMP = "xyzw"
+
+
+def _bits_to(dtype: str, code: str) -> str:
+    """A vector component (unsigned bits of the storage width) as the storage type."""
+    st = STORAGE[dtype]
+    if st == "float":
+        return f"__uint_as_float({code})"
+    if st == "bool":
+        return f"({code} != 0)"
+    return f"(({st}){code})"
+
+
+def _to_bits(dtype: str, code: str, itemsize: int) -> str:
+    st = STORAGE[dtype]
+    if st == "float":
+        return f"__float_as_uint({code})"
+    return f"(({'unsigned ' + {1: 'char', 2: 'short', 4: 'int'}[itemsize]}){code})"
+
+
+class VectorBlock(KernelBlock):
+    """Lanes of a vectorized loop: loads at the output's own linear index become one
+    vector load per input (shared by the lanes), stores one vector store per output."""
+
+    def __init__(self, load, narrow, out_lin, kernel, indent=1):
+        super().__init__(load, narrow, indent)
+        self.out_lin = out_lin
+        self.k = kernel
+        self.lane = 0
+        self.vec: dict = {}
+        self.base_indent = indent
+
+    def _node(self, n) -> str:
+        if n.op == "load" and n.args[0] == self.out_lin and self.indent == self.base_indent:
+            v = self.k.inputs[n.attr].shape
+            size = v.dtype.itemsize
+            if size in _VEC and v.num_elements() == self.k.outputs[0].shape.num_elements() \
+                    or size in _VEC and n.attr in self.vec:
+                name = self.vec.get(n.attr)
+                width = 4
+                if name is None:
+                    name = self.fresh("vin")
+                    t = f"{_VEC[size]}{width}"
+                    self.emit(f"const {t} {name} = *reinterpret_cast<const {t}*>("
+                              f"in{n.attr} + HLO_CHK(L0, {v.num_elements() - width + 1}));")
+                    self.vec[n.attr] = name
+                comp = f"{name}.{_COMP[self.lane]}"
+                code = from_storage(n.dtype, _bits_to(v.element_type, comp))
+                out = self.fresh()
+                self.emit(f"const {CTYPE[n.dtype]} {out} = {code};")
+                return out
+        return super()._node(n)
+
+    def vector_store(self, n, dtype, codes) -> None:
+        size = self.k.outputs[n].shape.dtype.itemsize
+        t = f"{_VEC[size]}{len(codes)}"
+        o = self.fresh("vout")
+        self.emit(f"{t} {o};")
+        for u, c in enumerate(codes):
+            self.emit(f"{o}.{_COMP[u]} = {_to_bits(dtype, to_storage(dtype, c), size)};")
+        total = self.k.outputs[n].shape.num_elements()
+        self.emit(f"*reinterpret_cast<{t}*>(out{n} + HLO_CHK(L0, {total - len(codes) + 1})) = {o};")
+
+
 def _delinearize_physical(shape, linear: Expr) -> tuple:
     """Multi-index of physical offset ``linear`` in a buffer of ``shape``."""
     strides = ix.physical_strides(shape)
@@ -239,26 +304,59 @@ class KernelEmitter:
         n_el = shape.num_elements()
         narrow = self._narrow()
         it = "int" if narrow else "int64_t"
-        blk = KernelBlock(self._load, narrow, indent=2)
         lin = ix.loop_var("L", max(n_el, 2))
-        blk.bindings["L"] = "L"
         em = ElementalEmitter(k.input_map)
         idx = _delinearize_physical(shape, lin) if n_el > 1 else tuple(ix.c(0) for _ in shape.dims)
         vals = self._root_exprs(em, outs, idx)
-        codes = [blk.value(v) for v in vals]
-        for n, c in zip(outs, codes):
-            self._store(blk, n, "L", c)
-        params, decl = self._signature(name, outs)
+        width = self._vector_width(outs, n_el)
         threads = self.cfg.block
-        grid = self._grid_for(n_el, threads)
+        params, decl = self._signature(name, outs)
+        if width > 1:
+            blk = VectorBlock(self._load, narrow, ix.linear_index(shape, idx), k, indent=2)
+            lanes = []
+            for u in range(width):
+                blk.scopes.append({})
+                blk.lane = u
+                lv = blk.fresh("L")
+                blk.emit(f"const {it} {lv} = L0 + {u};")
+                blk.bindings["L"] = lv
+                lanes.append([blk.value(v) for v in vals])
+                blk.scopes.pop()
+            for j, n in enumerate(outs):
+                blk.vector_store(n, self.k.outputs[n].shape.element_type,
+                                 [lane[j] for lane in lanes])
+            grid = self._grid_for(n_el // width, threads)
+            loop = (f"  for ({it} L0 = (({it})blockIdx.x * blockDim.x + threadIdx.x) * {width}; "
+                    f"L0 < {n_el}; L0 += ({it})gridDim.x * blockDim.x * {width}) {{\n")
+        else:
+            blk = KernelBlock(self._load, narrow, indent=2)
+            blk.bindings["L"] = "L"
+            codes = [blk.value(v) for v in vals]
+            for n, c in zip(outs, codes):
+                self._store(blk, n, "L", c)
+            grid = self._grid_for(n_el, threads)
+            loop = (f"  #pragma unroll 4\n"
+                    f"  for ({it} L = ({it})blockIdx.x * blockDim.x + threadIdx.x; L < {n_el}; "
+                    f"L += ({it})gridDim.x * blockDim.x) {{\n")
         body = "\n".join(blk.lines)
         code = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
-                f'{", ".join(decl)}) {{\n'
-                f"  #pragma unroll 4\n"
-                f"  for ({it} L = ({it})blockIdx.x * blockDim.x + threadIdx.x; L < {n_el}; "
-                f"L += ({it})gridDim.x * blockDim.x) {{\n{body}\n  }}\n}}\n")
-        return KernelSource(name, k.name, "loop", code, params, (grid, 1, 1), (threads, 1, 1),
-                            False, self._bytes(outs))
+                f'{", ".join(decl)}) {{\n{loop}{body}\n  }}\n}}\n')
+        ks = KernelSource(name, k.name, "loop", code, params, (grid, 1, 1), (threads, 1, 1),
+                          False, self._bytes(outs))
+        ks.extra["vector_width"] = width
+        return ks
+
+    def _vector_width(self, outs, n_el) -> int:
+        """4 elements per thread (16-byte accesses for 32-bit types) when the outputs are
+        of 1-, 2- or 4-byte types and the element count divides (buffers are 64-byte
+        aligned by buffer assignment and the allocator)."""
+        w = self.cfg.unroll if self.cfg.unroll in (2, 4) else 1
+        if w == 1 or n_el % w or n_el < w:
+            return 1
+        for n in outs:
+            if self.k.outputs[n].shape.dtype.itemsize not in (1, 2, 4):
+                return 1
+        return w
 
     def _bytes(self, outs) -> int:
         b = sum(v.shape.num_elements() * v.shape.dtype.itemsize for v in self.k.inputs)
