@@ -39,6 +39,7 @@ class LaunchConfig:
     max_blocks_per_sm: int = 16      # grid cap for grid-stride loops
     unroll: int = 4                  # elements per thread per loop trip (loop kernels)
     row_threads: int = 0             # 0: choose (32 for short rows, block for long)
+    tile_transposes: bool = True     # stage transposed loads through shared tiles
 
 
 @dataclass
@@ -106,6 +107,67 @@ class KernelBlock(Block):
             name = self.fresh("j")
             self.emit(f"const int {name} = {code};")
             return name
+        return super()._node(n)
+
+
+def _strides(e, vars_: dict):
+    """{dim: d(e)/d(var)} when ``e`` moves by a constant step along each var near 0 (the
+    step decides which dimension a load walks contiguously), else None."""
+    env0 = {v.attr[0]: 0 for v in vars_.values() if v.op == "var"}
+    base = _eval(e, env0)
+    if base is None:
+        return None
+    out = {}
+    for d, v in vars_.items():
+        if v.op != "var":
+            continue
+        s1 = _eval(e, dict(env0, **{v.attr[0]: 1}))
+        s2 = _eval(e, dict(env0, **{v.attr[0]: 2}))
+        if s1 is None or s2 is None:
+            return None
+        out[d] = s1 - base if s2 - s1 == s1 - base else None
+    return out
+
+
+def _eval(e, env):
+    """Value of an index expression at integer points (None: not index arithmetic)."""
+    op = e.op
+    if op == "const":
+        return e.attr if isinstance(e.attr, int) else None
+    if op == "var":
+        name = e.attr[0] if isinstance(e.attr, tuple) else e.attr
+        return env.get(name, 0)
+    a = [_eval(x, env) for x in e.args]
+    if any(x is None for x in a):
+        return None
+    if op == "add":
+        return a[0] + a[1]
+    if op == "multiply":
+        return a[0] * a[1]
+    if op == "floordiv":
+        return a[0] // a[1] if a[1] else None
+    if op == "rem":
+        return a[0] % a[1] if a[1] else None
+    if op == "maximum":
+        return max(a)
+    if op == "minimum":
+        return min(a)
+    if op == "clamp":
+        return min(max(a[1], a[0]), a[2])
+    return None
+
+
+class TiledBlock(KernelBlock):
+    """Phase 2 of a tiled transpose: staged loads read the shared tile instead."""
+
+    def __init__(self, load, narrow, indent=1):
+        super().__init__(load, narrow, indent)
+        self.staged: dict = {}
+
+    def _node(self, n) -> str:
+        hit = self.staged.get(n)
+        if hit is not None:
+            return hit
         return super()._node(n)
 
 
@@ -300,8 +362,12 @@ class KernelEmitter:
     # ---- loop ----------------------------------------------------------------------------
     def _loop(self, outs, shape) -> KernelSource:
         k = self.k
-        name = self._name("" if len(outs) == len(k.outputs) else f"_o{outs[0]}")
         n_el = shape.num_elements()
+        if self.cfg.tile_transposes and n_el >= 1024:
+            tiled = self._tiled(outs, shape)
+            if tiled is not None:
+                return tiled
+        name = self._name("" if len(outs) == len(k.outputs) else f"_o{outs[0]}")
         narrow = self._narrow()
         it = "int" if narrow else "int64_t"
         lin = ix.loop_var("L", max(n_el, 2))
@@ -344,6 +410,109 @@ class KernelEmitter:
         ks = KernelSource(name, k.name, "loop", code, params, (grid, 1, 1), (threads, 1, 1),
                           False, self._bytes(outs))
         ks.extra["vector_width"] = width
+        return ks
+
+    # ---- loops whose inputs are read transposed: 32 x 32 tiles through shared memory --------
+    def _tiled(self, outs, shape):
+        """XLA's transpose emitter in spirit: when a load walks an input along a dimension
+        that is not the output's minor-most one, tile the output over (minor dim ``a``,
+        the input's contiguous dim ``b``), stage those loads through ``[32][33]`` shared
+        tiles read coalesced along ``b``, then compute and store coalesced along ``a``.
+        None when no load needs it."""
+        from ...codegen.expr import walk
+        k = self.k
+        dims = list(shape.dims)
+        m2m = [d for d in shape.effective_layout().minor_to_major if dims[d] > 1]
+        if len(m2m) < 2:
+            return None
+        a = m2m[0]
+        em = ElementalEmitter(k.input_map)
+        rest_dims = [d for d in range(len(dims)) if d != a]
+        probe = {d: ix.loop_var(f"P{d}", dims[d]) for d in range(len(dims))}
+        pvals = self._root_exprs(em, outs, tuple(probe[d] for d in range(len(dims))))
+        nodes = [n for v in pvals for n in walk(v)]
+        if any(n.op == "reduce" for n in nodes):
+            return None
+        b = None
+        for n in nodes:
+            if n.op != "load":
+                continue
+            st = _strides(n.args[0], probe)
+            if st is None or st.get(a) == 1:
+                continue
+            cands = [d for d in rest_dims if st.get(d) == 1]
+            if cands:
+                b = cands[0]
+                break
+        if b is None:
+            return None
+        A, B = dims[a], dims[b]
+        others = [d for d in range(len(dims)) if d not in (a, b)]
+        restn = 1
+        for d in others:
+            restn *= dims[d]
+        ta_n, tb_n = (A + 31) // 32, (B + 31) // 32
+        idx = [None] * len(dims)
+        idx[a] = ix.loop_var("TA", max(A, 2))
+        idx[b] = ix.loop_var("TB", max(B, 2))
+        rs = ix.loop_var("RS", max(restn, 2))
+        sub = ix.delinearize([dims[d] for d in others], rs) if others else ()
+        for d, e in zip(others, sub):
+            idx[d] = e
+        em = ElementalEmitter(k.input_map)
+        vals = self._root_exprs(em, outs, tuple(idx))
+        staged = []
+        for v in vals:
+            for n in walk(v):
+                if n.op == "load" and n not in staged:
+                    st = _strides(n.args[0], {d: idx[d] for d in (a, b)})
+                    if st is not None and st.get(a) != 1 and st.get(b) == 1:
+                        staged.append(n)
+        if not staged:
+            return None
+        narrow = self._narrow()
+        it = "int" if narrow else "int64_t"
+        name = self._name("" if len(outs) == len(k.outputs) else f"_o{outs[0]}")
+        blk = TiledBlock(self._load, narrow, indent=1)
+        blk.bindings["RS"] = "rs"
+        blk.emit(f"const {it} bid = blockIdx.x;")
+        blk.emit(f"const {it} a0 = (bid % {ta_n}) * 32, b0 = ((bid / {ta_n}) % {tb_n}) * 32;")
+        blk.emit(f"const {it} rs = bid / {ta_n * tb_n};")
+        blk.emit("const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;")
+        tiles = {}
+        for n in staged:
+            t = blk.fresh("tile")
+            blk.emit(f"__shared__ {CTYPE[n.dtype]} {t}[32][33];")
+            tiles[n] = t
+        # phase 1: coalesced along b
+        for r in range(4):
+            blk.scopes.append({})
+            blk.bindings["TA"], blk.bindings["TB"] = f"(a0 + ty + {8 * r})", "(b0 + tx)"
+            blk.open(f"if (a0 + ty + {8 * r} < {A} && b0 + tx < {B})")
+            for n, t in tiles.items():
+                blk.emit(f"{t}[ty + {8 * r}][tx] = {blk.value(n)};")
+            blk.close()
+            blk.scopes.pop()
+        blk.emit("__syncthreads();")
+        # phase 2: coalesced along a
+        for r in range(4):
+            blk.scopes.append({})
+            blk.staged = {n: f"{t}[tx][ty + {8 * r}]" for n, t in tiles.items()}
+            blk.bindings["TA"], blk.bindings["TB"] = "(a0 + tx)", f"(b0 + ty + {8 * r})"
+            blk.open(f"if (a0 + tx < {A} && b0 + ty + {8 * r} < {B})")
+            codes = [blk.value(v) for v in vals]
+            pos = blk.value(ix.linear_index(shape, tuple(idx)))
+            for n, c in zip(outs, codes):
+                self._store(blk, n, pos, c)
+            blk.close()
+            blk.scopes.pop()
+        params, decl = self._signature(name, outs)
+        grid = ta_n * tb_n * restn
+        code = (f'extern "C" __global__ void __launch_bounds__(256) {name}('
+                f'{", ".join(decl)}) {{\n' + "\n".join(blk.lines) + "\n}\n")
+        ks = KernelSource(name, k.name, "transpose", code, params, (grid, 1, 1), (256, 1, 1),
+                          True, self._bytes(outs))
+        ks.extra["tile"] = (a, b, len(staged))
         return ks
 
     def _vector_width(self, outs, n_el) -> int:
