@@ -120,6 +120,9 @@ class Resident:
                              for s in (root.leaves() if root.is_tuple() else [root]))
         self.dev = dev
         self.kernels = len(self.exe.program.kernels)
+        self.kinds = {}
+        for t in self.exe.program.entry.thunks:
+            self.kinds[t.kind] = self.kinds.get(t.kind, 0) + 1
 
     def step(self):
         self.runner.execute(self.exe.program.entry, self.frame)
@@ -205,7 +208,9 @@ def performance(backend: str, scale: str, iters: int):
         t_copy = copy_time(r.dev, max(nbytes // 2, 1), iters)
         bw = nbytes / t_ours
         bw_copy = 2 * max(nbytes // 2, 1) / t_copy
-        line = (f"  {name:14s} {r.kernels} kernel(s) ours {t_ours * 1e6:9.1f} us "
+        other = ", ".join(f"{v} {k}" for k, v in r.kinds.items() if k != "launch")
+        line = (f"  {name:14s} {r.kernels} kernel(s){' + ' + other if other else ''} "
+                f"ours {t_ours * 1e6:9.1f} us "
                 f"{bw / 1e9:7.1f} GB/s = {100 * bw / bw_copy:5.1f}% of copy "
                 f"({bw_copy / 1e9:.0f} GB/s)")
         if r.kernels == 1:

@@ -44,10 +44,15 @@ def functions(jnp, jax):
     def transpose_add(x, y):
         return x.T + y
 
+    def mlp_bf16(x, w, b):
+        y = jnp.dot(x, w, preferred_element_type=jnp.float32) + b
+        return jax.nn.gelu(y, approximate=True).astype(jnp.bfloat16)
+
     return {"gelu_bias": (gelu_bias, "x,b"), "softmax": (softmax, "x"),
             "layernorm": (layernorm, "x,g,b"), "rowsum": (rowsum, "x"),
             "colsum": (colsum, "x"), "adam": (adam, "x,x,x,x"),
-            "bf16_residual": (bf16_residual, "h,h,b"), "transpose_add": (transpose_add, "x,t")}
+            "bf16_residual": (bf16_residual, "h,h,b"), "transpose_add": (transpose_add, "x,t"),
+            "mlp_bf16": (mlp_bf16, "h,w,b")}
 
 
 def arguments(jnp, spec: str, n: int, d: int):
@@ -59,6 +64,8 @@ def arguments(jnp, spec: str, n: int, d: int):
             out.append(jnp.zeros((n, d), jnp.bfloat16))
         elif s == "t":
             out.append(jnp.zeros((d, n), jnp.float32))
+        elif s == "w":
+            out.append(jnp.zeros((d, d), jnp.bfloat16))
         else:  # a row vector
             out.append(jnp.zeros((d,), jnp.float32))
     return out

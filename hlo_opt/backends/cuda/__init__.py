@@ -28,6 +28,16 @@ class CudaDeviceAdapter:
     def launch(self, k, addrs) -> None:
         self.d.launch_function(self.mod.function(k.name), k.grid, k.block, addrs)
 
+    def cublaslt(self):
+        """cuBLASLt on this device, or None when nvmath-python (or cuBLAS) is missing."""
+        if self.libraries is None:
+            try:
+                from .cublaslt import CublasLt
+                self.libraries = CublasLt(self.d)
+            except Exception:  # noqa: BLE001 - the gemm then runs on the host
+                self.libraries = False
+        return self.libraries or None
+
     def library_call(self, runner, thunk, frame) -> None:
         from .libraries import run_library_call
         run_library_call(self, runner, thunk, frame)

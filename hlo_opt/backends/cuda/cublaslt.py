@@ -36,8 +36,9 @@ class CublasLt:
         self.workspace = device.alloc(WORKSPACE)
         self.plans: dict = {}
 
-    def _plan(self, m, n, k, dtype, out_dtype):
-        key = (m, n, k, dtype, out_dtype)
+    def _plan(self, m, n, k, dtype, out_dtype, lhs_k_minor=True, rhs_k_minor=True,
+              epilogue="DEFAULT", bias=None):
+        key = (m, n, k, dtype, out_dtype, lhs_k_minor, rhs_k_minor, epilogue, bias)
         hit = self.plans.get(key)
         if hit is not None:
             return hit
@@ -46,13 +47,20 @@ class CublasLt:
         scale = CUDA_R["f64" if dtype == "f64" else "f32"]
         desc = lt.matmul_desc_create(compute, scale)
         A = lt.MatmulDescAttribute
-        ta = np.array([OP_T], dtype=np.int32)
-        tb = np.array([OP_N], dtype=np.int32)
+        # column-major view of the row-major product: D^T[N, M] = op(rhs) . op(lhs)
+        ta = np.array([OP_T if rhs_k_minor else OP_N], dtype=np.int32)
+        tb = np.array([OP_N if lhs_k_minor else OP_T], dtype=np.int32)
         lt.matmul_desc_set_attribute(desc, A.TRANSA, ta.ctypes.data, 4)
         lt.matmul_desc_set_attribute(desc, A.TRANSB, tb.ctypes.data, 4)
-        # column-major view: D^T[N, M] = (B as K x N)^T . (A as K x M)
-        la = lt.matrix_layout_create(CUDA_R[dtype], k, n, k)
-        lb = lt.matrix_layout_create(CUDA_R[dtype], k, m, k)
+        if epilogue != "DEFAULT":
+            from .libraries import CUBLASLT_EPILOGUE
+            ep = np.array([CUBLASLT_EPILOGUE[epilogue]], dtype=np.int32)
+            lt.matmul_desc_set_attribute(desc, A.EPILOGUE, ep.ctypes.data, 4)
+        if bias is not None:
+            bp = np.array([bias], dtype=np.uint64)
+            lt.matmul_desc_set_attribute(desc, A.BIAS_POINTER, bp.ctypes.data, 8)
+        la = lt.matrix_layout_create(CUDA_R[dtype], *((k, n, k) if rhs_k_minor else (n, k, n)))
+        lb = lt.matrix_layout_create(CUDA_R[dtype], *((k, m, k) if lhs_k_minor else (m, k, m)))
         lc = lt.matrix_layout_create(CUDA_R[out_dtype], n, m, n)
         pref = lt.matmul_preference_create()
         ws = np.array([WORKSPACE], dtype=np.uint64)
@@ -67,6 +75,18 @@ class CublasLt:
         plan = (desc, la, lb, lc, res)
         self.plans[key] = plan
         return plan
+
+    def gemm(self, a, b, c, m, n, k, dtype, out_dtype, lhs_k_minor, rhs_k_minor,
+             alpha=1.0, epilogue="DEFAULT", bias=None) -> None:
+        """Row-major C[M, N] = act(alpha * A . B + bias), A [M, K] (or [K, M] when not
+        ``lhs_k_minor``), B [N, K] (or [K, N] when not ``rhs_k_minor``)."""
+        desc, la, lb, lc, res = self._plan(m, n, k, dtype, out_dtype, lhs_k_minor,
+                                           rhs_k_minor, epilogue, bias)
+        st = np.float64 if dtype == "f64" else np.float32
+        al = np.array([alpha], dtype=st)
+        be = np.array([0.0], dtype=st)
+        self.lt.matmul(self.handle, desc, al.ctypes.data, b, la, a, lb, be.ctypes.data,
+                       c, lc, c, lc, res.ptr, self.workspace, WORKSPACE, int(self.dev.stream))
 
     def gemm_tn(self, a, b, c, m, n, k, dtype="bf16", out_dtype="f32", alpha=1.0,
                 beta=0.0, stream=None) -> None:
