@@ -93,7 +93,7 @@ class Resident:
     """A module after the gpu pipeline, compiled, its arguments uploaded once; ``step()``
     runs the entry thunks (graph replay after warm-up) without host transfers."""
 
-    def __init__(self, module, backend):
+    def __init__(self, module, backend, config=None):
         from hlo_opt import passes_api
         from hlo_opt.backends import compile as compile_module
         from hlo_opt.backends.cuda.runtime import Frame, to_physical
@@ -101,7 +101,7 @@ class Resident:
         from hlo_opt.flags import DebugOptions
         self.module = passes_api.optimize(module.clone(), DebugOptions.from_sources([]),
                                           pipeline="gpu")
-        self.exe = compile_module(self.module, backend)
+        self.exe = compile_module(self.module, backend, **({"config": config} if config else {}))
         self.runner = self.exe.runner()
         dev = self.runner.dev
         params = sorted(self.module.entry.parameters, key=lambda q: q.parameter_number)
@@ -238,6 +238,29 @@ def performance(backend: str, scale: str, iters: int):
             f"modules (target <= 1.0x)")
 
 
+# ---- launch configurations (what the autotuner will search) -----------------------------------
+def sweep(backend: str, scale: str, iters: int):
+    from hlo_opt.backends.cuda.emitters import LaunchConfig
+    configs = [LaunchConfig(), LaunchConfig(max_blocks_per_sm=64), LaunchConfig(block=512,
+               max_blocks_per_sm=8), LaunchConfig(block=128, max_blocks_per_sm=32),
+               LaunchConfig(unroll=1), LaunchConfig(row_threads=32),
+               LaunchConfig(tile_transposes=False)]
+    mods = {n: m for n, m, _, _ in large_modules(scale)}
+    for name in ("gelu_bias", "softmax", "rowsum", "transpose_add", "bf16_residual"):
+        if name not in mods:
+            continue
+        cells = []
+        for c in configs:
+            try:
+                t = Resident(mods[name], backend, c).time(iters)
+                cells.append(f"{t * 1e6:.0f}")
+            except Exception as e:  # noqa: BLE001
+                cells.append(type(e).__name__)
+        say(f"  {name:14s} us: " + " | ".join(cells))
+    say("  columns: default (block 256, 16 blocks/SM cap, 4-wide) | cap 64 | block 512 cap 8 "
+        "| block 128 cap 32 | scalar | warp per row | no transpose tiles")
+
+
 # ---- 5. gemm -------------------------------------------------------------------------------------
 def gemm(sizes):
     import numpy as np
@@ -370,11 +393,14 @@ def main(argv=None):
         "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 150,
                         lambda: performance(backend, scale, iters)),
         "gemm": ("bf16 gemm", 60, lambda: gemm([4096, 8192])),
+        "sweep": ("launch configurations (large modules, whole-module us)", 90,
+                  lambda: sweep(backend, scale, iters)),
     }
     if backend != "cuda":
         sections["memcheck"] = ("memcheck", 10, lambda: say(
             "  cuda-sim: every buffer access is bounds-checked (EMU_DEBUG) in the runs above"))
         del sections["gemm"]
+        del sections["sweep"]
     if ns.section in sections:  # one section, in this process
         title, _, fn = sections[ns.section]
         say(f"== {title}")
