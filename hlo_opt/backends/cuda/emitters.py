@@ -438,7 +438,7 @@ class KernelEmitter:
             if n.op != "load":
                 continue
             st = _strides(n.args[0], probe)
-            if st is None or st.get(a) == 1:
+            if st is None or st.get(a) in (0, 1):  # contiguous, or a broadcast along a
                 continue
             cands = [d for d in rest_dims if st.get(d) == 1]
             if cands:
@@ -466,7 +466,7 @@ class KernelEmitter:
             for n in walk(v):
                 if n.op == "load" and n not in staged:
                     st = _strides(n.args[0], {d: idx[d] for d in (a, b)})
-                    if st is not None and st.get(a) != 1 and st.get(b) == 1:
+                    if st is not None and st.get(a) not in (0, 1) and st.get(b) == 1:
                         staged.append(n)
         if not staged:
             return None
