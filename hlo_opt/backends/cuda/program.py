@@ -23,6 +23,7 @@ from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall,
 from ...errors import UnsupportedError
 from .emitters import LaunchConfig, emit_kernel
 from .libraries import gemm_spec
+from .scatter import emit_scatter
 from .renderer import STORAGE
 
 PRELUDE_NAME = "prelude.cuh"
@@ -135,6 +136,22 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
         return [Thunk("copy", st.name, st, args=[o, i], nbytes=o.size)
                 for o, i in zip(st.output_slices, st.input_slices)]
     if isinstance(st, LibraryCall):
+        try:
+            sc = emit_scatter(st, names, device)
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+            fallbacks.append((st.name, str(e)))
+            sc = None
+        if sc is not None:
+            k, base = sc
+            kernels.append(k)
+            out = []
+            if st.input_slices[base] != st.output_slices[0]:
+                out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
+                                                            st.input_slices[base]],
+                                 nbytes=st.output_slices[0].size))
+            args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
+                    for _, role, slot in k.params]
+            return out + [Thunk("launch", st.name, st, kernel=k, args=args)]
         spec = gemm_spec(st.instruction) if use_libraries else None
         if spec is not None:
             return [Thunk("library", st.name, st, spec=spec)]

@@ -112,7 +112,10 @@ def read_specs(path: str) -> DeviceInfo:
 
 
 def specs_path(module, options=None) -> str:
-    opts = options if options is not None else getattr(module, "debug_options", None)
+    opts = options
+    if opts is None:
+        config = getattr(module, "config", None)
+        opts = getattr(config, "debug_options", None)
     return getattr(opts, "xla_gpu_target_config_filename", "") or ""
 
 
