@@ -35,6 +35,8 @@ def gemm_spec(inst):
     """A GemmSpec for a cuBLAS custom call of the gpu pipeline this backend runs through
     cuBLASLt (2-D operands, beta 0, the epilogues cuBLASLt has), or None (the call then
     runs on the host)."""
+    if inst.opcode == "dot":
+        return _dot_spec(inst)
     if inst.opcode != "custom-call":
         return None
     if inst.attrs.get("custom_call_target", "").strip('"') not in GEMM_TARGETS:
@@ -81,6 +83,28 @@ def gemm_spec(inst):
     return GemmSpec(m, n, k, dt, odt, float(cfg.get("alpha_real", 1) or 1), epi,
                     lhs.effective_layout().minor_to_major[0] == lc,
                     rhs.effective_layout().minor_to_major[0] == rc, has_bias)
+
+
+def _dot_spec(inst):
+    """A plain (unfused, unrewritten) 2-D dot as a cuBLASLt gemm."""
+    if inst.attr("lhs_batch_dims", ()) or inst.attr("rhs_batch_dims", ()):
+        return None
+    lc, rc = tuple(inst.attr("lhs_contracting_dims", ())), tuple(inst.attr("rhs_contracting_dims", ()))
+    lhs, rhs, out = inst.operands[0].shape, inst.operands[1].shape, inst.shape
+    if len(lc) != 1 or len(rc) != 1 or lhs.rank != 2 or rhs.rank != 2 or not out.is_array() \
+            or out.rank != 2:
+        return None
+    dt, odt = lhs.element_type, out.element_type
+    if dt not in ("f32", "f16", "bf16", "f64") or rhs.element_type != dt \
+            or odt not in (dt, "f32") or tuple(out.effective_layout().minor_to_major) != (1, 0):
+        return None
+    lc, rc = lc[0], rc[0]
+    m, k, n = lhs.dims[1 - lc], lhs.dims[lc], rhs.dims[1 - rc]
+    if (m, n) != tuple(out.dims) or rhs.dims[rc] != k:
+        return None
+    return GemmSpec(m, n, k, dt, odt, 1.0, "DEFAULT",
+                    lhs.effective_layout().minor_to_major[0] == lc,
+                    rhs.effective_layout().minor_to_major[0] == rc, False)
 
 
 def run_library_call(dev, runner, thunk, frame) -> None:

@@ -131,3 +131,22 @@ def test_no_driver_is_a_clear_error():
     assert r.returncode == 1
     assert "no CUDA driver/device found" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_gemm_specs_of_the_gpu_pipeline():
+    """The cuBLAS custom calls of the samples become cuBLASLt gemms (checked on an H200:
+    the samples match the interpreter); layouts decide which operand is transposed."""
+    from hlo_opt import passes_api
+    from hlo_opt.api import load
+    from hlo_opt.backends.cuda.libraries import gemm_spec
+    from hlo_opt.flags import DebugOptions
+    m = passes_api.optimize(load(str(SAMPLES / "mlp_train_step.hlo")),
+                            DebugOptions.from_sources([]), pipeline="gpu")
+    specs = [gemm_spec(i) for c in m.computations for i in c.instructions
+             if i.opcode == "custom-call"]
+    specs = [s for s in specs if s is not None]
+    assert len(specs) == 5
+    assert {(s.lhs_k_minor, s.rhs_k_minor) for s in specs} == {(True, False), (True, True),
+                                                               (False, False)}
+    for s in specs:
+        assert s.m * s.n * s.k > 0 and s.epilogue == "DEFAULT"
