@@ -15,7 +15,8 @@ sides compile the same HLO text: XLA through its HLO parser, the StableHLO impor
 the PjRt CPU client (its whole CPU pipeline); hlo-opt through its parser, the ``cpu``
 pipeline and the CPU backend (cold: an empty disk cache; warm: the same compile again,
 a cache hit).  Execution is measured alternately (one XLA call, one hlo-opt call, ...)
-in this one process, numpy arrays in and out on both sides (XLA: device_put, execute,
+in this one process (sample modules on seeded random inputs, JAX programs on the
+arguments they were lowered with), numpy arrays in and out on both sides (XLA: device_put, execute,
 np.asarray of the outputs), median of ``--repeat``.  ``--threads 1`` pins the process
 to one core before JAX starts (XLA's Eigen pool and OpenBLAS then use one thread).
 """
@@ -71,8 +72,10 @@ from hlo_opt.text.parser import parse_hlo_modules  # noqa: E402
 
 
 # ---- the JAX programs ----------------------------------------------------------------------
-def _lower(f, *args) -> str:
-    return jax.jit(f).lower(*args).compiler_ir("hlo").as_hlo_text()
+def _lower(f, *args):
+    """(HLO text, the arguments as the entry parameters' numpy arrays)."""
+    text = jax.jit(f).lower(*args).compiler_ir("hlo").as_hlo_text()
+    return text, [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
 
 
 def _rng(seed=0):
@@ -159,8 +162,7 @@ def rng_module():
     def f(key):
         k1, k2 = jax.random.split(key)
         return jax.random.normal(k1, (512, 512)) + jax.random.uniform(k2, (512, 512))
-    return _lower(f, jax.random.key_data(jax.random.PRNGKey(0)).astype(np.uint32)
-                  if False else jax.random.PRNGKey(0))
+    return _lower(f, jax.random.PRNGKey(0))
 
 
 def transformer_step(layers=10):
@@ -228,7 +230,16 @@ def ours_compile(text: str, cache_dir: str):
     def prepare(m):
         return passes_api.optimize(m, options, pipeline="cpu")
     return CpuExecutable(module, debug_options=options, cache_dir=cache_dir,
-                         prepare=prepare, prepare_key="pipeline=cpu")
+                         prepare=prepare, prepare_key="pipeline=cpu;" + PASSES_FINGERPRINT)
+
+
+def _passes_fingerprint() -> str:
+    import passes as pass_library
+    from hlo_opt.backends.cpu import source_fingerprint
+    return source_fingerprint(os.path.dirname(pass_library.__file__))
+
+
+PASSES_FINGERPRINT = _passes_fingerprint()
 
 
 def timed(fn):
@@ -237,9 +248,10 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def measure(name: str, text: str, repeat: int) -> dict:
+def measure(name: str, text: str, repeat: int, args=None) -> dict:
     module = parse_hlo_modules(text, name)[0]
-    args = random_arguments(module, seed=0)
+    if args is None:
+        args = random_arguments(module, seed=0)
     n_inst = sum(c.instruction_count() for c in module.computations)
     xla_run, xla_compile_s = timed(lambda: xla_compile(text))
     cache = tempfile.mkdtemp(prefix="hlo-opt-bench-")
@@ -275,11 +287,13 @@ def measure(name: str, text: str, repeat: int) -> dict:
 
 def main():
     modules = {}
-    for p in sorted((ROOT / "sample_modules").glob("*.hlo")):
-        modules[p.stem] = p.read_text()
-    for name, make in JAX_PROGRAMS.items():
-        modules[name] = make()
     only = [s for s in ARGS.only.split(",") if s]
+    for p in sorted((ROOT / "sample_modules").glob("*.hlo")):
+        if not only or p.stem in only:
+            modules[p.stem] = (p.read_text(), None)
+    for name, make in JAX_PROGRAMS.items():
+        if not only or name in only:
+            modules[name] = make()
     rows = []
     print(f"threads: {ARGS.threads or len(os.sched_getaffinity(0))}; repeat {ARGS.repeat}; "
           f"jax {jax.__version__}")
@@ -287,11 +301,9 @@ def main():
            f"{'xla comp s':>10} {'cold s':>7} {'warm s':>7} {'warm x':>7} {'host':>4} "
            f"{'rel diff':>8}")
     print(hdr)
-    for name, text in modules.items():
-        if only and name not in only:
-            continue
+    for name, (text, args) in modules.items():
         try:
-            r = measure(name, text, ARGS.repeat)
+            r = measure(name, text, ARGS.repeat, args)
         except Exception as e:  # noqa: BLE001 - a benchmark reports and goes on
             print(f"{name:24} FAILED: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
             continue

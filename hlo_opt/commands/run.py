@@ -110,7 +110,7 @@ def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, see
         backend_options["prepare"] = lambda m: _optimize(m.clone(), flag_tokens, passes,
                                                          pipeline)
         backend_options["prepare_key"] = f"passes={passes};pipeline={pipeline};" + \
-            " ".join(flag_tokens)
+            " ".join(flag_tokens) + ";" + _passes_fingerprint()
     elif passes or pipeline:
         module = _optimize(module.clone(), flag_tokens, passes, pipeline)
     if label:
@@ -161,6 +161,15 @@ def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, see
             raise HloError(f"{outputs_path}: error: cannot write ({e.strerror})") from None
         click.echo(f"wrote {len(arrays)} output(s) to {outputs_path}")
     return failed, iterations
+
+
+def _passes_fingerprint() -> str:
+    """The pass library's source, so that a cached compile is never reused after a pass
+    changes."""
+    import os
+    import passes as pass_library
+    from ..backends.cpu import source_fingerprint
+    return source_fingerprint(os.path.dirname(pass_library.__file__))
 
 
 def _optimize(module, flag_tokens, passes, pipeline):

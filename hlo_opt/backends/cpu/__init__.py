@@ -19,6 +19,32 @@ from ...errors import HloError
 from .. import interpreter as _interp  # noqa: F401 - host handlers register on import
 
 RENDERER_VERSION = "cpu-1"
+_SOURCE_FINGERPRINT: list = []
+
+
+def source_fingerprint(*packages) -> str:
+    """sha256 over the source files of ``packages`` (directories): cache entries made by
+    other code (an upgrade, a local edit) are never reused."""
+    import hashlib
+    import os
+    h = hashlib.sha256()
+    for top in packages:
+        for root, dirs, files in sorted(os.walk(top)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    with open(os.path.join(root, f), "rb") as fh:
+                        h.update(f.encode() + b"\0" + fh.read())
+    return h.hexdigest()[:16]
+
+
+def _code_version() -> str:
+    if not _SOURCE_FINGERPRINT:
+        import os
+        here = os.path.dirname(os.path.abspath(__file__))
+        codegen = os.path.join(os.path.dirname(os.path.dirname(here)), "codegen")
+        _SOURCE_FINGERPRINT.append(RENDERER_VERSION + ":" + source_fingerprint(here, codegen))
+    return _SOURCE_FINGERPRINT[0]
 
 
 class CompileArtifacts:
@@ -81,7 +107,7 @@ def build(module, debug_options=None, want_asm: bool = False, use_blas: bool = T
     t3 = time.perf_counter()
     art.meta = {
         "host": [[plan.computation.name, st.name] for st, plan in res.host_steps],
-        "checked": check_steps,
+        "checked": check_steps, "shared_kernels": res.shared_kernels,
         "host_reasons": res.host_reasons, "native": res.native,
         "timings": {"plan_and_render_s": t1 - t0, "optimize_s": t2 - t1,
                     "codegen_s": t3 - t2},
@@ -107,7 +133,7 @@ class CpuExecutable:
             raise HloError(f"module {module.name} has no entry computation")
         o = _options(debug_options)
         t0 = time.perf_counter()
-        key = make_key(RENDERER_VERSION, module.to_text(), _flags_key(o),
+        key = make_key(_code_version(), module.to_text(), _flags_key(o),
                        compiler.toolchain_id(), str(use_blas),
                        prepare_key if prepare is not None else "")
         self.cache = ObjectCache(cache_dir) if cache and not check_steps else None
@@ -176,7 +202,8 @@ class CpuExecutable:
             self.cache_hit = False
         self.plan = mplan
         self.meta = meta
-        self.runner = Runner(linked, mplan, self.host)
+        self.blas_threads = _blas_threads(mplan, meta, o)
+        self.runner = Runner(linked, mplan, self.host, self.blas_threads)
 
     def run(self, args) -> list:
         from ..interpreter import check_arguments
@@ -190,6 +217,26 @@ class CpuExecutable:
         for name, why in host.items():
             lines.append(f"  host: %{name}: {why}")
         return "\n".join(lines)
+
+
+def _blas_threads(mplan, meta, options) -> int:
+    """OpenBLAS threads for this module's GEMMs: 1 when ``xla_cpu_multi_thread_eigen``
+    is off or every GEMM is small (``blas.MULTI_THREAD_MIN_FLOPS``), else 0 (leave
+    OpenBLAS's own setting)."""
+    import os
+    from .blas import MULTI_THREAD_MIN_FLOPS, flops, gemm_plan
+    if options is not None and not getattr(options, "xla_cpu_multi_thread_eigen", True):
+        return 1
+    native = meta.get("native", {})
+    biggest = 0
+    for _, st in mplan.steps():
+        if native.get(st.name) == "blas gemm":
+            g = gemm_plan(st.instruction)
+            if g is not None:
+                biggest = max(biggest, flops(g))
+    if biggest < MULTI_THREAD_MIN_FLOPS or len(os.sched_getaffinity(0)) < 2:
+        return 1
+    return 0
 
 
 def _parse_cached(meta):

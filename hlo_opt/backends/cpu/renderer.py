@@ -33,6 +33,7 @@ class RenderResult:
     native: dict = field(default_factory=dict)       # step name -> "kernel <kind>" / "blas"
     host_reasons: dict = field(default_factory=dict)  # step name -> why it went to host
     libm: set = field(default_factory=set)
+    shared_kernels: int = 0                           # kernels that reuse an identical one
 
 
 class ModuleRenderer:
@@ -44,6 +45,7 @@ class ModuleRenderer:
         self.cx = RenderContext(self.module)
         self.res = RenderResult(self.module)
         self.fns: dict = {}
+        self.kernel_bodies: dict = {}
         self._names: set = set()
         m = self.module
         self.host_fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [T.I64, T.I8PP]),
@@ -144,6 +146,7 @@ class ModuleRenderer:
             except (NoRow, ElementalUnsupported) as e:
                 self._names.discard(name)
                 return self._host(st, f"{type(e).__name__}: {e}")
+            kfn = self._dedup(kfn, name)
             self.cx.b = self.b
             for o, i in st.in_place.items():
                 if st.output_slices[o] != st.input_slices[i]:
@@ -167,6 +170,18 @@ class ModuleRenderer:
         if isinstance(st, LibraryCall) and st.target == "dot":
             why = "dot that is not a plain f32/f64 GEMM"
         self._host(st, why)
+
+    def _dedup(self, kfn, name):
+        """Identical kernels (a transformer's layers) share one function: LLVM then
+        optimises and compiles each distinct kernel once."""
+        body = str(kfn).replace(f'@"{name}"', "@KERNEL", 1)
+        other = self.kernel_bodies.get(body)
+        if other is None:
+            self.kernel_bodies[body] = kfn
+            return kfn
+        del self.module.globals[name]
+        self.res.shared_kernels += 1
+        return other
 
     def _host(self, st, why):
         from ..interpreter import HANDLERS
@@ -275,6 +290,7 @@ class ModuleRenderer:
             for o, s in enumerate(st.output_slices):
                 self.memmove(outs[o], res[o], s.size)
             self.res.native[st.name] = "call"
+            self._check(st)
             return
         # conditional
         inst = st.instruction
