@@ -165,6 +165,15 @@ class ModuleRenderer:
                 self.res.native[st.name] = "blas gemm"
                 self._check(st)
                 return
+        if isinstance(st, LibraryCall) and st.instruction.opcode == "convolution" \
+                and self.use_blas:
+            from .conv import conv_plan
+            cp = conv_plan(st.instruction)
+            if cp is not None:
+                self._conv(st, cp)
+                self.res.native[st.name] = "blas conv"
+                self._check(st)
+                return
         why = "no native lowering of " + (st.target if isinstance(st, LibraryCall)
                                           else st.kind)
         if isinstance(st, LibraryCall) and st.target == "dot":
@@ -250,6 +259,67 @@ class ModuleRenderer:
         b.cbranch(b.icmp_signed("<", nxt, c64(g.batch)), head, after)
         b.position_at_end(after)
         _ = NO_TRANS
+
+    def _conv(self, st, cp):
+        """One GEMM per (batch, output row, kernel tap) over the output row's valid run."""
+        b = self.b
+        ty = T.F32 if cp.dtype == "f32" else T.F64
+        esize = 4 if cp.dtype == "f32" else 8
+        pin, pw = (b.bitcast(self.ptr(s), ty.as_pointer()) for s in st.input_slices)
+        out8 = self.ptr(st.output_slices[0])
+        pout = b.bitcast(out8, ty.as_pointer())
+        c64 = lambda v: ir.Constant(T.I64, v)  # noqa: E731
+        c32 = lambda v: ir.Constant(T.I32, v)  # noqa: E731
+        total = cp.batch * cp.oh * cp.ow * cp.o
+        if total == 0:
+            return
+        mm = self.module.declare_intrinsic("llvm.memset", [T.I8P, T.I64])
+        b.call(mm, [out8, ir.Constant(T.I8, 0), c64(total * esize), ir.Constant(T.I1, 0)])
+        if cp.c == 0:
+            return
+        fn = self.gemm[cp.dtype]
+        from .blas import NO_TRANS, ROW_MAJOR
+        pre = b.block
+        head = b.append_basic_block("conv.batch")
+        after = b.append_basic_block("conv.after")
+        b.branch(head)
+        b.position_at_end(head)
+        bi = b.phi(T.I64)
+        bi.add_incoming(c64(0), pre)
+        for ky in range(cp.kh):
+            y0, y1 = cp.rows(ky)
+            if y1 <= y0:
+                continue
+            for kx in range(cp.kw):
+                x0, x1 = cp.cols(kx)
+                if x1 <= x0:
+                    continue
+                pre2 = b.block
+                rh = b.append_basic_block("conv.row")
+                ra = b.append_basic_block("conv.row.after")
+                b.branch(rh)
+                b.position_at_end(rh)
+                y = b.phi(T.I64)
+                y.add_incoming(c64(y0), pre2)
+                iy = b.add(b.mul(y, c64(cp.sy)), c64(ky - cp.py))
+                ix = x0 * cp.sx + kx - cp.px
+                a_off = b.mul(b.add(b.mul(b.add(b.mul(bi, c64(cp.h)), iy), c64(cp.w)),
+                                    c64(ix)), c64(cp.c))
+                c_off = b.mul(b.add(b.mul(b.add(b.mul(bi, c64(cp.oh)), y), c64(cp.ow)),
+                                    c64(x0)), c64(cp.o))
+                w_off = c64((ky * cp.kw + kx) * cp.c * cp.o)
+                b.call(fn, [c32(ROW_MAJOR), c32(NO_TRANS), c32(NO_TRANS), c64(x1 - x0),
+                            c64(cp.o), c64(cp.c), ir.Constant(ty, 1.0), b.gep(pin, [a_off]),
+                            c64(cp.sx * cp.c), b.gep(pw, [w_off]), c64(cp.o),
+                            ir.Constant(ty, 1.0), b.gep(pout, [c_off]), c64(cp.o)])
+                nxt = b.add(y, c64(1))
+                y.add_incoming(nxt, b.block)
+                b.cbranch(b.icmp_signed("<", nxt, c64(y1)), rh, ra)
+                b.position_at_end(ra)
+        nb = b.add(bi, c64(1))
+        bi.add_incoming(nb, b.block)
+        b.cbranch(b.icmp_signed("<", nb, c64(cp.batch)), head, after)
+        b.position_at_end(after)
 
     # ---- control flow ---------------------------------------------------------------
     def _call_comp(self, cplan, param_ptrs):
