@@ -235,7 +235,7 @@ def ours_compile(text: str, cache_dir: str):
 
 def _passes_fingerprint() -> str:
     import passes as pass_library
-    from hlo_opt.backends.cpu import source_fingerprint
+    from hlo_opt.fileutil import source_fingerprint
     return source_fingerprint(os.path.dirname(pass_library.__file__))
 
 

@@ -168,7 +168,7 @@ def _passes_fingerprint() -> str:
     changes."""
     import os
     import passes as pass_library
-    from ..backends.cpu import source_fingerprint
+    from ..fileutil import source_fingerprint
     return source_fingerprint(os.path.dirname(pass_library.__file__))
 
 

@@ -18,24 +18,10 @@ from ...codegen import make_plan
 from ...errors import HloError
 from .. import interpreter as _interp  # noqa: F401 - host handlers register on import
 
+from ...fileutil import source_fingerprint  # noqa: E402,F401 - re-exported
+
 RENDERER_VERSION = "cpu-1"
 _SOURCE_FINGERPRINT: list = []
-
-
-def source_fingerprint(*packages) -> str:
-    """sha256 over the source files of ``packages`` (directories): cache entries made by
-    other code (an upgrade, a local edit) are never reused."""
-    import hashlib
-    import os
-    h = hashlib.sha256()
-    for top in packages:
-        for root, dirs, files in sorted(os.walk(top)):
-            dirs.sort()
-            for f in sorted(files):
-                if f.endswith(".py"):
-                    with open(os.path.join(root, f), "rb") as fh:
-                        h.update(f.encode() + b"\0" + fh.read())
-    return h.hexdigest()[:16]
 
 
 def _code_version() -> str:

@@ -86,7 +86,7 @@ def test_corpus_module_matches_interpreter(path, index):
 
 def _passes_fingerprint():
     import passes
-    from hlo_opt.backends.cpu import source_fingerprint
+    from hlo_opt.fileutil import source_fingerprint
     return source_fingerprint(os.path.dirname(passes.__file__))
 
 
