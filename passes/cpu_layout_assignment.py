@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Layout
 
-from .registry import register
-
 
 def _row_major(shape):
     return shape.with_layout(Layout.default(shape.rank))
 
 
-@register
 class CpuLayoutAssignment:
     name = "cpu-layout-assignment"
 

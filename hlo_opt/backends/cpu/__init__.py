@@ -44,16 +44,15 @@ class CompileArtifacts:
         self.meta: dict = {}
 
 
-def _options(debug_options):
-    if debug_options is None:
-        cfg = None
-        try:
-            from ...flags import DebugOptions
-            cfg = DebugOptions()
-        except Exception:  # noqa: BLE001
-            pass
-        return cfg
-    return debug_options
+def _options(debug_options, module=None):
+    """The DebugOptions in force: the ones given, else the module's config's."""
+    if debug_options is not None:
+        return debug_options
+    config = getattr(module, "config", None)
+    if config is not None:
+        return config.debug_options
+    from ...flags import DebugOptions
+    return DebugOptions()
 
 
 def _flags_key(o) -> str:
@@ -70,7 +69,7 @@ def build(module, debug_options=None, want_asm: bool = False, use_blas: bool = T
     """Plan, render, optimise and emit an object for ``module`` (no cache, no JIT)."""
     from . import compiler
     from .renderer import ModuleRenderer
-    o = _options(debug_options)
+    o = _options(debug_options, module)
     level = getattr(o, "xla_backend_optimization_level", 3) if o is not None else 3
     art = CompileArtifacts()
     t0 = time.perf_counter()
@@ -117,7 +116,7 @@ class CpuExecutable:
         from .cache import ObjectCache, make_key
         if module.entry is None:
             raise HloError(f"module {module.name} has no entry computation")
-        o = _options(debug_options)
+        o = _options(debug_options, module)
         t0 = time.perf_counter()
         key = make_key(_code_version(), module.to_text(), _flags_key(o),
                        compiler.toolchain_id(), str(use_blas),
