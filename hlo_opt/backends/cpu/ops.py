@@ -264,6 +264,37 @@ def exp_f32(cx, x):
     return b.select(b.fcmp_unordered("uno", x, x), x, out)
 
 
+def tanh_f32(cx, x):
+    """tanhf as a clamped rational polynomial (the approximation Eigen and XLA:CPU use),
+    straight-line so loops vectorise; tiny inputs return x, NaN stays NaN."""
+    b = cx.b
+    f = lambda v: ir.Constant(T.F32, v)  # noqa: E731
+    lim = 7.90531110763549805
+    xc = b.select(b.fcmp_ordered(">", x, f(lim)), f(lim), x)
+    xc = b.select(b.fcmp_ordered("<", xc, f(-lim)), f(-lim), xc)
+    x2 = b.fmul(xc, xc)
+    p = f(-2.76076847742355e-16)
+    for c in (2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+              1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03):
+        p = b.fadd(b.fmul(p, x2), f(c))
+    p = b.fmul(p, xc)
+    q = f(1.19825839466702e-06)
+    for c in (1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03):
+        q = b.fadd(b.fmul(q, x2), f(c))
+    out = b.fdiv(p, q)
+    tiny = b.fcmp_ordered("<", cx.intrinsic("llvm.fabs", [x]), f(0.0004))
+    out = b.select(tiny, x, out)
+    return b.select(b.fcmp_unordered("uno", x, x), x, out)
+
+
+def _tanh(cx, e, a):
+    if _k(e) != "f":
+        raise NoRow
+    if a[0].type == T.F32:
+        return tanh_f32(cx, a[0])
+    return cx.call_libm("tanh", a, a[0].type)
+
+
 def _exp(cx, e, a):
     if _k(e) != "f":
         raise NoRow
@@ -395,7 +426,7 @@ OPS = {
     "rsqrt": _rsqrt, "cbrt": _flib("cbrt"), "exponential": _exp,
     "exponential-minus-one": _flib("expm1"), "log": _fintr("llvm.log"),
     "log-plus-one": _flib("log1p"), "logistic": _logistic, "sine": _fintr("llvm.sin"),
-    "cosine": _fintr("llvm.cos"), "tan": _flib("tan"), "tanh": _flib("tanh"),
+    "cosine": _fintr("llvm.cos"), "tan": _flib("tan"), "tanh": _tanh,
     "atan": _flib("atan"), "asin": _flib("asin"), "acos": _flib("acos"),
     "sinh": _flib("sinh"), "cosh": _flib("cosh"), "asinh": _flib("asinh"),
     "acosh": _flib("acosh"), "atanh": _flib("atanh"), "erf": _flib("erf"),
