@@ -16,9 +16,10 @@ the CPU backend calls BLAS for dots instead), and the thunk runtime's scatter bl
 """
 from __future__ import annotations
 
-from .gpu._fusible import is_expensive, reuses_operand_elements
-from .gpu.instruction_fusion import FusionRules, GpuInstructionFusion
-from .registry import register
+from hlo_opt.analysis.gpu.fusible import is_expensive, reuses_operand_elements
+from hlo_opt.rewrite.graph import fusible_computations
+
+from passes.gpu.instruction_fusion import FusionRules, GpuInstructionFusion
 
 LOOP_FUSIBLE = frozenset({
     "bitcast", "broadcast", "concatenate", "dynamic-slice", "dynamic-update-slice",
@@ -82,12 +83,10 @@ class CpuFusionRules(FusionRules):
         return super().fuse(producer, consumer, comp, kind="kLoop")
 
 
-@register
 class CpuInstructionFusion(GpuInstructionFusion):
     name = "cpu-instruction-fusion"
 
     def _run(self, module) -> bool:
-        from .gpu._graph import fusible_computations
         phases = [False, True] if self.may_duplicate is None else [self.may_duplicate]
         changed = False
         for may_duplicate in phases:

@@ -135,6 +135,9 @@ def _assign_computation(plan, ca, asg, base: int) -> int:
             last_use[plan.value_of(v.inst, v.leaf)] = i
     for v in plan.root_values:
         last_use[v] = end
+    dies_at: dict = {}
+    for v, i in last_use.items():
+        dies_at.setdefault(i, []).append(v)
     free: list[tuple[int, int]] = []        # (offset, size) blocks free for reuse
     top = 0
     live: dict = {}                         # Value -> (alloc index, first step)
@@ -175,8 +178,8 @@ def _assign_computation(plan, ca, asg, base: int) -> int:
             live[v] = (a_idx, i)
             ca.slices[v] = BufferSlice("arena", a_idx, base + off, size)
         # values whose last use is this step die after it (outputs never die here)
-        for v in list(live):
-            if last_use.get(v, i) <= i and v not in st.outputs:
+        for v in dies_at.get(i, ()):
+            if v in live and v not in st.outputs:
                 a_idx, _ = live.pop(v)
                 a = asg.allocations[a_idx]
                 free.append((a.offset - base, a.size))

@@ -9,7 +9,7 @@ Rules never look at a backend: the renderers (LLVM IR for ``cpu``, CUDA C++ for
 ``compare`` with ``attr`` = direction/type, ``convert`` whose source type is the
 argument's dtype, ``select``, ``clamp``, ...).
 
-An opcode without a row (``dot``, ``sort``, ``scatter``, ``gather``, ``fft``, custom
+An opcode without a row (``dot``, ``sort``, ``scatter``, ``fft``, custom
 calls, RNG, collectives ...) raises :class:`ElementalUnsupported`; the planner turns
 such instructions into library calls instead of loop kernels.
 
@@ -389,6 +389,39 @@ class _Nested(ElementalEmitter):
         return super().value(inst, idx, leaf)
 
 
+def _gather(em, inst, idx, leaf):
+    """XLA's gather: output batch dims walk the start indices, offset dims the slice;
+    starts are clamped so the slice stays inside the operand."""
+    op, starts = inst.operands
+    if inst.attr("operand_batching_dims") or inst.attr("start_indices_batching_dims"):
+        raise ElementalUnsupported(inst, "gather with batching dims")
+    offset_dims = list(inst.attr("offset_dims") or ())
+    collapsed = set(inst.attr("collapsed_slice_dims") or ())
+    start_map = list(inst.attr("start_index_map") or ())
+    sizes = list(inst.attr("slice_sizes") or ())
+    ivd = inst.attr("index_vector_dim")
+    srank = starts.shape.rank
+    if ivd is None:
+        ivd = srank
+    batch_out = [d for d in range(inst.shape.rank) if d not in offset_dims]
+    batch_idx = [idx[d] for d in batch_out]
+    start_of = {}
+    for k, od in enumerate(start_map):
+        sidx = list(batch_idx)
+        if ivd < srank:
+            sidx.insert(ivd, ix.c(k))
+        v = em.value(starts, tuple(sidx))
+        v = v if v.dtype == S64 else Expr("convert", S64, (v,))
+        start_of[od] = Expr("clamp", S64, (ix.c(0), v, ix.c(op.shape.dims[od] - sizes[od])))
+    window_dims = [d for d in range(op.shape.rank) if d not in collapsed]
+    offs = dict(zip(window_dims, (idx[d] for d in offset_dims)))
+    src = []
+    for d in range(op.shape.rank):
+        o = offs.get(d, ix.c(0))
+        src.append(ix.add(o, start_of[d]) if d in start_of else o)
+    return em.value(op, tuple(src))
+
+
 def _parameter(em, inst, idx, leaf):
     raise ElementalUnsupported(inst, "a parameter that is not a kernel input")
 
@@ -399,7 +432,7 @@ RULES = {
     "iota": _iota, "reverse": _reverse, "concatenate": _concatenate, "pad": _pad,
     "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
     "get-tuple-element": _get_tuple_element, "reduce": _reduce,
-    "reduce-window": _reduce_window, "map": _map, "fusion": _fusion,
+    "reduce-window": _reduce_window, "map": _map, "fusion": _fusion, "gather": _gather,
     "parameter": _parameter,
 }
 # Elementwise opcodes use ``_elementwise`` (one value op named after the opcode) except

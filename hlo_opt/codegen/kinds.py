@@ -16,7 +16,7 @@ KINDS = ("loop", "row_reduction", "column_reduction", "multi_output_reduction",
 # Opcodes that always become a library call (XLA:CPU calls runtime functions / BLAS).
 LIBRARY_OPCODES = frozenset({
     "dot", "convolution", "fft", "cholesky", "triangular-solve", "custom-call",
-    "rng-bit-generator", "rng", "rng-get-and-update-state", "topk", "gather",
+    "rng-bit-generator", "rng", "rng-get-and-update-state", "topk",
     "select-and-scatter", "batch-norm-training", "batch-norm-inference",
     "batch-norm-grad", "ragged-dot", "scaled-dot", "stochastic-convert", "scan",
     "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",

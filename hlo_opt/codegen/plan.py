@@ -40,6 +40,16 @@ NO_CODE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bit
                      "opt-barrier", "after-all", "add-dependency"})
 
 
+_LEAVES: dict = {}
+
+
+def _leaves(shape) -> list:
+    hit = _LEAVES.get(id(shape))
+    if hit is None or hit[0] is not shape:
+        hit = _LEAVES[id(shape)] = (shape, shape.leaves())
+    return hit[1]
+
+
 @dataclass(frozen=True)
 class Value:
     """One array leaf of an instruction's result."""
@@ -49,7 +59,7 @@ class Value:
     @property
     def shape(self):
         s = self.inst.shape
-        return s.leaves()[self.leaf] if s.is_tuple() else s
+        return _leaves(s)[self.leaf] if s.is_tuple() else s
 
     def __str__(self):
         return f"%{self.inst.name}" + (f"{{{self.leaf}}}" if self.inst.shape.is_tuple()

@@ -115,13 +115,22 @@ def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, see
                                                  load_npz, output_arrays, random_arguments,
                                                  result_shapes)
     reference_module = module
-    if passes or pipeline:
+    backend_options = dict(backend_options or {})
+    if (passes or pipeline) and backend != "interpreter":
+        # the backend runs the pipeline itself, so that a disk-cache hit skips it too
+        backend_options["prepare"] = lambda m: _optimize(m.clone(), flag_tokens, passes,
+                                                         pipeline)
+        backend_options["prepare_key"] = f"passes={passes};pipeline={pipeline};" + \
+            " ".join(flag_tokens) + ";" + _passes_fingerprint()
+    elif passes or pipeline:
         module = _optimize(module.clone(), flag_tokens, passes, pipeline)
     if label:
         click.echo(f"== module {module.name}")
-    backend_options = backend_options or {}
     start = time.perf_counter()
     test = compile_module(module, backend, **backend_options)
+    module = getattr(test, "module", module)
+    backend_options.pop("prepare", None)
+    backend_options.pop("prepare_key", None)
     if backend != "interpreter":
         hit = " (cache hit)" if getattr(test, "cache_hit", False) else ""
         click.echo(f"compile: {backend}: {(time.perf_counter() - start) * 1e3:.1f} ms{hit}")
@@ -184,6 +193,15 @@ def _print_profile(rows, as_json, backend):
         table.add_row(r["name"], r["kind"], f"{r['time_us']:.1f}", str(r["calls"]),
                       f"{100 * r['share']:.1f}%")
     Console(width=120).print(table)
+
+
+def _passes_fingerprint() -> str:
+    """The pass library's source, so that a cached compile is never reused after a pass
+    changes."""
+    import os
+    import passes as pass_library
+    from ..fileutil import source_fingerprint
+    return source_fingerprint(os.path.dirname(pass_library.__file__))
 
 
 def _optimize(module, flag_tokens, passes, pipeline):

@@ -50,8 +50,14 @@ def _size(shape, dims):
 
 
 def gemm_plan(dot) -> Gemm | None:
+    """A plan when ``dot`` is one GEMM per batch element over its operands' buffers as
+    they are: every operand's non-degenerate dims, major to minor, are its batch dims
+    (outermost, in order) then two contiguous groups, contracting and free (either
+    order: the transpose flags take care of it); several contracting or free dims are
+    fine when each group is contiguous and ordered consistently with the other operand
+    and the output."""
     et = dot.shape.element_type
-    if et not in ("f32", "f64"):
+    if et not in ("f32", "f64") or len(dot.operands) != 2 or dot.attrs.get("algorithm"):
         return None
     lhs, rhs = dot.operands
     if lhs.shape.element_type != et or rhs.shape.element_type != et:
@@ -60,35 +66,50 @@ def gemm_plan(dot) -> Gemm | None:
     rb = list(dot.attr("rhs_batch_dims") or ())
     lc = list(dot.attr("lhs_contracting_dims") or ())
     rc = list(dot.attr("rhs_contracting_dims") or ())
-    if dot.attrs.get("algorithm") or len(dot.operands) != 2:
-        return None
-    lf = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
-    rf = [d for d in range(rhs.shape.rank) if d not in rb and d not in rc]
-    out = dot.shape
+    L, R, O = lhs.shape, rhs.shape, dot.shape
+    lf = [d for d in range(L.rank) if d not in lb and d not in lc]
+    rf = [d for d in range(R.rank) if d not in rb and d not in rc]
     ob = list(range(len(lb)))
-    of_l = list(range(len(lb), len(lb) + len(lf)))
-    of_r = list(range(len(lb) + len(lf), out.rank))
-    # degenerate-free view
-    lfn, rfn = _nontrivial(lhs.shape, lf), _nontrivial(rhs.shape, rf)
-    lcn, rcn = _nontrivial(lhs.shape, lc), _nontrivial(rhs.shape, rc)
-    if len(lfn) > 1 or len(rfn) > 1 or len(lcn) > 1 or len(rcn) > 1:
-        return None
-    batch = _size(lhs.shape, lb)
-    # batch dims (non-degenerate) must be outermost, in order, everywhere
-    for shape, bd in ((lhs.shape, lb), (rhs.shape, rb), (out, ob)):
+    o_lf = list(range(len(lb), len(lb) + len(lf)))        # output dims of lhs free dims
+    o_rf = list(range(len(lb) + len(lf), O.rank))         # ... of rhs free dims
+    # batch dims: outermost, same order everywhere (degenerate ones ignored)
+    for shape, bd in ((L, lb), (R, rb), (O, ob)):
         bn = _nontrivial(shape, bd)
         if _phys(shape)[:len(bn)] != bn:
             return None
-    m, n, k = _size(lhs.shape, lf), _size(rhs.shape, rf), _size(lhs.shape, lc)
+    l_rest = [d for d in _phys(L) if d not in lb]
+    r_rest = [d for d in _phys(R) if d not in rb]
+    o_rest = [d for d in _phys(O) if d not in ob]
 
-    def row_major(shape, bd, minor_group):
-        """True when the two non-batch, non-degenerate dims are stored with the
-        ``minor_group`` dim minor (or when at most one is left: layout is moot)."""
-        rest = [d for d in _phys(shape) if d not in bd]
-        return len(rest) < 2 or rest[-1] in minor_group
-    a_row = row_major(lhs.shape, lb, lc)       # lhs [m, k], k minor
-    b_row = row_major(rhs.shape, rb, rf)       # rhs [k, n], n minor
-    c_row = row_major(out, ob, of_r)           # out [m, n], n minor
+    def split(rest, group_a):
+        """rest == A + B or B + A with A the dims in group_a: ('AB'|'BA', A, B)."""
+        a = [d for d in rest if d in group_a]
+        b = [d for d in rest if d not in group_a]
+        if rest == a + b:
+            return "AB", a, b
+        if rest == b + a:
+            return "BA", a, b
+        return None
+    ls, rs, os_ = split(l_rest, lc), split(r_rest, rc), split(o_rest, o_lf)
+    if ls is None or rs is None or os_ is None:
+        return None
+    l_order, l_c, l_f = ls
+    r_order, r_c, r_f = rs
+    o_order, o_l, o_r = os_
+    # contracting dims pair up in the same physical order
+    pair = dict(zip(lc, rc))
+    if [pair[d] for d in l_c] != r_c:
+        return None
+    # free dims appear in the output in the operands' physical order
+    lmap = dict(zip(lf, o_lf))
+    rmap = dict(zip(rf, o_rf))
+    if [lmap[d] for d in l_f] != o_l or [rmap[d] for d in r_f] != o_r:
+        return None
+    m, n, k = _size(L, lf), _size(R, rf), _size(L, lc)
+    batch = _size(L, lb)
+    a_row = not l_c or not l_f or l_order == "BA"     # lhs [m, k] with k minor
+    b_row = not r_c or not r_f or r_order == "AB"     # rhs [k, n] with n minor
+    c_row = not o_l or not o_r or o_order == "AB"     # out [m, n] with n minor
     if c_row:
         order, ldc = ROW_MAJOR, max(n, 1)
         ta, lda = (NO_TRANS, max(k, 1)) if a_row else (TRANS, max(m, 1))
@@ -121,6 +142,46 @@ def _openblas():
             continue
     _LIB = found
     return found
+
+
+# A module whose largest GEMM has fewer flops runs its GEMMs on one thread: OpenBLAS's
+# thread hand-off costs more than it saves on small products, and on a loaded machine
+# (more runnable threads than cores) a 2-thread 128x128 GEMM was measured 30x slower.
+MULTI_THREAD_MIN_FLOPS = 1 << 28
+
+
+def flops(g: Gemm) -> int:
+    return 2 * g.batch * g.m * g.n * g.k
+
+
+class BlasThreads:
+    """Sets OpenBLAS's thread count around a run (and restores it)."""
+
+    def __init__(self, want: int):
+        f = _openblas()
+        lib = f.get("lib")
+        self.set = self.get = None
+        if lib is not None:
+            try:
+                self.set = lib.scipy_openblas_set_num_threads64_
+                self.set.argtypes = [ctypes.c_int]
+                self.get = lib.scipy_openblas_get_num_threads64_
+                self.get.restype = ctypes.c_int
+            except AttributeError:
+                self.set = self.get = None
+        self.want = want
+
+    def __enter__(self):
+        self.old = None
+        if self.set is not None and self.want:
+            self.old = self.get()
+            if self.old != self.want:
+                self.set(self.want)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None and self.old != self.want:
+            self.set(self.old)
 
 
 def gemm_symbols() -> dict:

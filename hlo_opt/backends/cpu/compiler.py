@@ -33,12 +33,28 @@ def _init():
             _initialised = True
 
 
+_HOST: list = []
+_TMS: dict = {}
+_LLJITS: dict = {}
+
+
 def host_cpu() -> tuple[str, str]:
-    _init()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    if not _HOST:
+        _init()
+        _HOST.append((llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()))
+    return _HOST[0]
 
 
 def target_machine(opt_level: int = 3):
+    """One target machine per optimisation level per process."""
+    level = max(0, min(int(opt_level), 3))
+    tm = _TMS.get(level)
+    if tm is None:
+        tm = _TMS[level] = _make_target_machine(level)
+    return tm
+
+
+def _make_target_machine(opt_level: int):
     _init()
     name, features = host_cpu()
     target = llvm.Target.from_default_triple()
@@ -159,8 +175,12 @@ _COUNTER = [0]
 
 
 def link(obj: bytes, tm, imports: dict) -> Linked:
+    """Load ``obj`` into the process's LLJIT for ``tm`` (one per target machine; each
+    module is its own library, freed when its ``Linked`` goes away)."""
     _init()
-    lljit = llvm.create_lljit_compiler(tm)
+    lljit = _LLJITS.get(id(tm))
+    if lljit is None:
+        lljit = _LLJITS[id(tm)] = llvm.create_lljit_compiler(tm)
     b = llvm.JITLibraryBuilder().add_object_img(obj)
     for name, addr in imports.items():
         if addr:

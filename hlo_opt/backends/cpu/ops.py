@@ -235,12 +235,81 @@ def _rsqrt(cx, e, a):
     return cx.b.fdiv(ir.Constant(x.type, 1.0), cx.intrinsic("llvm.sqrt", [x]))
 
 
+def exp_f32(cx, x):
+    """expf as straight-line code (Cephes' range reduction and degree-5 polynomial,
+    about 1 ulp) so that loops containing it vectorise; XLA:CPU also emits its own
+    polynomial exp instead of calling libm.  Overflow gives inf, underflow 0, NaN stays."""
+    b = cx.b
+    f = lambda v: ir.Constant(T.F32, v)  # noqa: E731
+    hi, lo = 88.72283935546875, -87.33654475
+    xc = b.select(b.fcmp_ordered(">", x, f(hi)), f(hi), x)
+    xc = b.select(b.fcmp_ordered("<", xc, f(lo)), f(lo), xc)
+    fx = cx.intrinsic("llvm.floor", [b.fadd(b.fmul(xc, f(1.44269504088896341)), f(0.5))])
+    r = b.fsub(b.fsub(xc, b.fmul(fx, f(0.693359375))), b.fmul(fx, f(-2.12194440e-4)))
+    z = b.fmul(r, r)
+    y = f(1.9875691500e-4)
+    for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+              5.0000001201e-1):
+        y = b.fadd(b.fmul(y, r), f(c))
+    y = b.fadd(b.fadd(b.fmul(y, z), r), f(1.0))
+    n = b.fptosi(fx, T.I32)   # in [-126, 128]: scale by 2^h * 2^(n-h), both normal
+    h = b.ashr(n, ir.Constant(T.I32, 1))
+
+    def pow2(k):
+        return b.bitcast(b.shl(b.add(k, ir.Constant(T.I32, 127)), ir.Constant(T.I32, 23)),
+                         T.F32)
+    out = b.fmul(b.fmul(y, pow2(h)), pow2(b.sub(n, h)))
+    out = b.select(b.fcmp_ordered(">", x, f(hi)), f(float("inf")), out)
+    out = b.select(b.fcmp_ordered("<", x, f(-103.972)), f(0.0), out)
+    return b.select(b.fcmp_unordered("uno", x, x), x, out)
+
+
+def tanh_f32(cx, x):
+    """tanhf as a clamped rational polynomial (the approximation Eigen and XLA:CPU use),
+    straight-line so loops vectorise; tiny inputs return x, NaN stays NaN."""
+    b = cx.b
+    f = lambda v: ir.Constant(T.F32, v)  # noqa: E731
+    lim = 7.90531110763549805
+    xc = b.select(b.fcmp_ordered(">", x, f(lim)), f(lim), x)
+    xc = b.select(b.fcmp_ordered("<", xc, f(-lim)), f(-lim), xc)
+    x2 = b.fmul(xc, xc)
+    p = f(-2.76076847742355e-16)
+    for c in (2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+              1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03):
+        p = b.fadd(b.fmul(p, x2), f(c))
+    p = b.fmul(p, xc)
+    q = f(1.19825839466702e-06)
+    for c in (1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03):
+        q = b.fadd(b.fmul(q, x2), f(c))
+    out = b.fdiv(p, q)
+    tiny = b.fcmp_ordered("<", cx.intrinsic("llvm.fabs", [x]), f(0.0004))
+    out = b.select(tiny, x, out)
+    return b.select(b.fcmp_unordered("uno", x, x), x, out)
+
+
+def _tanh(cx, e, a):
+    if _k(e) != "f":
+        raise NoRow
+    if a[0].type == T.F32:
+        return tanh_f32(cx, a[0])
+    return cx.call_libm("tanh", a, a[0].type)
+
+
+def _exp(cx, e, a):
+    if _k(e) != "f":
+        raise NoRow
+    if a[0].type == T.F32:
+        return exp_f32(cx, a[0])
+    return cx.intrinsic("llvm.exp", a)
+
+
 def _logistic(cx, e, a):
     if _k(e) != "f":
         raise NoRow
     b, x = cx.b, a[0]
     one = ir.Constant(x.type, 1.0)
-    return b.fdiv(one, b.fadd(one, cx.intrinsic("llvm.exp", [b.fneg(x)])))
+    ex = exp_f32(cx, b.fneg(x)) if x.type == T.F32 else cx.intrinsic("llvm.exp", [b.fneg(x)])
+    return b.fdiv(one, b.fadd(one, ex))
 
 
 def _is_finite(cx, e, a):
@@ -354,10 +423,10 @@ OPS = {
     "abs": _abs, "sign": _sign, "floor": _fintr("llvm.floor"),
     "ceil": _fintr("llvm.ceil"), "round-nearest-even": _fintr("llvm.roundeven"),
     "round-nearest-afz": _fintr("llvm.round"), "sqrt": _fintr("llvm.sqrt"),
-    "rsqrt": _rsqrt, "cbrt": _flib("cbrt"), "exponential": _fintr("llvm.exp"),
+    "rsqrt": _rsqrt, "cbrt": _flib("cbrt"), "exponential": _exp,
     "exponential-minus-one": _flib("expm1"), "log": _fintr("llvm.log"),
     "log-plus-one": _flib("log1p"), "logistic": _logistic, "sine": _fintr("llvm.sin"),
-    "cosine": _fintr("llvm.cos"), "tan": _flib("tan"), "tanh": _flib("tanh"),
+    "cosine": _fintr("llvm.cos"), "tan": _flib("tan"), "tanh": _tanh,
     "atan": _flib("atan"), "asin": _flib("asin"), "acos": _flib("acos"),
     "sinh": _flib("sinh"), "cosh": _flib("cosh"), "asinh": _flib("asinh"),
     "acosh": _flib("acosh"), "atanh": _flib("atanh"), "erf": _flib("erf"),

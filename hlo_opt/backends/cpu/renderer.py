@@ -33,6 +33,7 @@ class RenderResult:
     native: dict = field(default_factory=dict)       # step name -> "kernel <kind>" / "blas"
     host_reasons: dict = field(default_factory=dict)  # step name -> why it went to host
     libm: set = field(default_factory=set)
+    shared_kernels: int = 0                           # kernels that reuse an identical one
 
 
 class ModuleRenderer:
@@ -44,6 +45,7 @@ class ModuleRenderer:
         self.cx = RenderContext(self.module)
         self.res = RenderResult(self.module)
         self.fns: dict = {}
+        self.kernel_bodies: dict = {}
         self._names: set = set()
         m = self.module
         self.host_fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [T.I64, T.I8PP]),
@@ -144,6 +146,7 @@ class ModuleRenderer:
             except (NoRow, ElementalUnsupported) as e:
                 self._names.discard(name)
                 return self._host(st, f"{type(e).__name__}: {e}")
+            kfn = self._dedup(kfn, name)
             self.cx.b = self.b
             for o, i in st.in_place.items():
                 if st.output_slices[o] != st.input_slices[i]:
@@ -162,11 +165,32 @@ class ModuleRenderer:
                 self.res.native[st.name] = "blas gemm"
                 self._check(st)
                 return
+        if isinstance(st, LibraryCall) and st.instruction.opcode == "convolution" \
+                and self.use_blas:
+            from .conv import conv_plan
+            cp = conv_plan(st.instruction)
+            if cp is not None:
+                self._conv(st, cp)
+                self.res.native[st.name] = "blas conv"
+                self._check(st)
+                return
         why = "no native lowering of " + (st.target if isinstance(st, LibraryCall)
                                           else st.kind)
         if isinstance(st, LibraryCall) and st.target == "dot":
             why = "dot that is not a plain f32/f64 GEMM"
         self._host(st, why)
+
+    def _dedup(self, kfn, name):
+        """Identical kernels (a transformer's layers) share one function: LLVM then
+        optimises and compiles each distinct kernel once."""
+        body = str(kfn).replace(f'@"{name}"', "@KERNEL", 1)
+        other = self.kernel_bodies.get(body)
+        if other is None:
+            self.kernel_bodies[body] = kfn
+            return kfn
+        del self.module.globals[name]
+        self.res.shared_kernels += 1
+        return other
 
     def _host(self, st, why):
         from ..interpreter import HANDLERS
@@ -236,6 +260,67 @@ class ModuleRenderer:
         b.position_at_end(after)
         _ = NO_TRANS
 
+    def _conv(self, st, cp):
+        """One GEMM per (batch, output row, kernel tap) over the output row's valid run."""
+        b = self.b
+        ty = T.F32 if cp.dtype == "f32" else T.F64
+        esize = 4 if cp.dtype == "f32" else 8
+        pin, pw = (b.bitcast(self.ptr(s), ty.as_pointer()) for s in st.input_slices)
+        out8 = self.ptr(st.output_slices[0])
+        pout = b.bitcast(out8, ty.as_pointer())
+        c64 = lambda v: ir.Constant(T.I64, v)  # noqa: E731
+        c32 = lambda v: ir.Constant(T.I32, v)  # noqa: E731
+        total = cp.batch * cp.oh * cp.ow * cp.o
+        if total == 0:
+            return
+        mm = self.module.declare_intrinsic("llvm.memset", [T.I8P, T.I64])
+        b.call(mm, [out8, ir.Constant(T.I8, 0), c64(total * esize), ir.Constant(T.I1, 0)])
+        if cp.c == 0:
+            return
+        fn = self.gemm[cp.dtype]
+        from .blas import NO_TRANS, ROW_MAJOR
+        pre = b.block
+        head = b.append_basic_block("conv.batch")
+        after = b.append_basic_block("conv.after")
+        b.branch(head)
+        b.position_at_end(head)
+        bi = b.phi(T.I64)
+        bi.add_incoming(c64(0), pre)
+        for ky in range(cp.kh):
+            y0, y1 = cp.rows(ky)
+            if y1 <= y0:
+                continue
+            for kx in range(cp.kw):
+                x0, x1 = cp.cols(kx)
+                if x1 <= x0:
+                    continue
+                pre2 = b.block
+                rh = b.append_basic_block("conv.row")
+                ra = b.append_basic_block("conv.row.after")
+                b.branch(rh)
+                b.position_at_end(rh)
+                y = b.phi(T.I64)
+                y.add_incoming(c64(y0), pre2)
+                iy = b.add(b.mul(y, c64(cp.sy)), c64(ky - cp.py))
+                ix = x0 * cp.sx + kx - cp.px
+                a_off = b.mul(b.add(b.mul(b.add(b.mul(bi, c64(cp.h)), iy), c64(cp.w)),
+                                    c64(ix)), c64(cp.c))
+                c_off = b.mul(b.add(b.mul(b.add(b.mul(bi, c64(cp.oh)), y), c64(cp.ow)),
+                                    c64(x0)), c64(cp.o))
+                w_off = c64((ky * cp.kw + kx) * cp.c * cp.o)
+                b.call(fn, [c32(ROW_MAJOR), c32(NO_TRANS), c32(NO_TRANS), c64(x1 - x0),
+                            c64(cp.o), c64(cp.c), ir.Constant(ty, 1.0), b.gep(pin, [a_off]),
+                            c64(cp.sx * cp.c), b.gep(pw, [w_off]), c64(cp.o),
+                            ir.Constant(ty, 1.0), b.gep(pout, [c_off]), c64(cp.o)])
+                nxt = b.add(y, c64(1))
+                y.add_incoming(nxt, b.block)
+                b.cbranch(b.icmp_signed("<", nxt, c64(y1)), rh, ra)
+                b.position_at_end(ra)
+        nb = b.add(bi, c64(1))
+        bi.add_incoming(nb, b.block)
+        b.cbranch(b.icmp_signed("<", nb, c64(cp.batch)), head, after)
+        b.position_at_end(after)
+
     # ---- control flow ---------------------------------------------------------------
     def _call_comp(self, cplan, param_ptrs):
         params = self.ptr_array(param_ptrs)
@@ -275,6 +360,7 @@ class ModuleRenderer:
             for o, s in enumerate(st.output_slices):
                 self.memmove(outs[o], res[o], s.size)
             self.res.native[st.name] = "call"
+            self._check(st)
             return
         # conditional
         inst = st.instruction

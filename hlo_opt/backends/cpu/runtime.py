@@ -133,7 +133,7 @@ class HostCalls:
 
 
 class Runner:
-    def __init__(self, linked, mplan, host: HostCalls):
+    def __init__(self, linked, mplan, host: HostCalls, blas_threads: int = 0):
         self.linked = linked
         self.entry = ENTRY_FN(linked.entry)
         self.host = host
@@ -153,6 +153,8 @@ class Runner:
         base = self.arena.ctypes.data
         self.arena_ptr = base + (-base) % 64
         self.lock = threading.Lock()
+        from .blas import BlasThreads
+        self.blas = BlasThreads(blas_threads)
 
     def run(self, args: list) -> list:
         flat = []
@@ -166,8 +168,9 @@ class Runner:
         out = (ctypes.c_void_p * max(n_out, 1))()
         with self.lock:
             self.host.error = None
-            self.entry(ctypes.addressof(ptrs), ctypes.addressof(out), self.arena_ptr,
-                       ctypes.addressof(self.const_ptrs))
+            with self.blas:
+                self.entry(ctypes.addressof(ptrs), ctypes.addressof(out), self.arena_ptr,
+                           ctypes.addressof(self.const_ptrs))
             err = self.host.error
             if err is not None:
                 self.host.error = None

@@ -153,3 +153,19 @@ def test_run_backend_cpu_compares_and_dumps(tmp_path):
 def test_pipelines_cpu_lists_not_ported():
     r = _cli("pipelines", "cpu")
     assert "cpu-instruction-fusion" in r.output and "not ported" in r.output
+
+
+def test_honor_flags_drop_fast_math_guarantees():
+    from hlo_opt.backends.cpu.compiler import fast_math_flags
+    assert fast_math_flags(DebugOptions()) == ()
+    o = DebugOptions(xla_cpu_enable_fast_math=True, xla_cpu_fast_math_honor_nans=False,
+                     xla_cpu_fast_math_honor_functions=False)
+    assert fast_math_flags(o) == ("reassoc", "contract", "nsz", "nnan", "afn")
+
+
+def test_optimization_level_zero_still_runs():
+    m = load(SOFTMAX)
+    args = random_arguments(m, seed=0)
+    exe = CpuExecutable(m, DebugOptions(xla_backend_optimization_level=0), cache=False)
+    np.testing.assert_allclose(exe.run(args)[0], Interpreter(m).run(args)[0], rtol=1e-5,
+                               atol=1e-6)

@@ -82,3 +82,28 @@ def test_corpus_module_matches_interpreter(path, index):
     except HloError as e:
         pytest.skip(f"the interpreter does not run this module: {str(e).splitlines()[0][:120]}")
     _check(module, args)
+
+
+def _passes_fingerprint():
+    import passes
+    from hlo_opt.fileutil import source_fingerprint
+    return source_fingerprint(os.path.dirname(passes.__file__))
+
+
+@pytest.mark.parametrize("path", sample_files(), ids=lambda p: p.stem)
+def test_sample_module_through_the_cpu_pipeline(path):
+    """XLA's CPU pipeline (cpu-instruction-fusion, cpu-layout-assignment, ...) then the
+    backend, against the interpreter on the module as written."""
+    from hlo_opt import passes_api
+    from hlo_opt.flags import DebugOptions
+    module = load(str(path))
+    args = random_arguments(module, seed=1)
+    expected = Interpreter(module).run(args)
+    exe = CpuExecutable(module.clone(), cache_dir=CACHE,
+                        prepare=lambda m: passes_api.optimize(m, DebugOptions(),
+                                                              pipeline="cpu"),
+                        prepare_key="pipeline=cpu;" + _passes_fingerprint())
+    assert any(i.opcode == "fusion" for i in exe.module.instructions()) or \
+        path.stem in ("sort", "while_loop", "conditional", "scatter_gather")
+    rows = compare_results(exe.run(args), expected, result_shapes(module), ABS, REL)
+    assert all(r.ok for r in rows), [(r.index, r.mismatches, r.note) for r in rows]
