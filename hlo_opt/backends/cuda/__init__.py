@@ -50,12 +50,17 @@ class CudaDeviceAdapter:
 class CudaExecutable:
     name = "cuda"
 
-    def __init__(self, module, debug_options=None, cache: bool = True, config=None):
+    def __init__(self, module, debug_options=None, cache: bool = True, config=None,
+                 prepare=None, prepare_key=None):
+        """``prepare``: the pipeline the run command asks for (module -> module), run here
+        after the driver probe so that a missing device fails before any pass runs."""
         from .compiler import compile_cuda
         from .driver import probe
         from .program import build_program, full_source
-        self.module = module
         dev = probe()
+        if prepare is not None:
+            module = prepare(module)
+        self.module = module
         self.device = dev
         self.device_info = dev.device_info()
         self.program = build_program(module, self.device_info, config)

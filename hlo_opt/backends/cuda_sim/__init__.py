@@ -11,11 +11,15 @@ class SimExecutable:
     name = "cuda-sim"
 
     def __init__(self, module, debug_options=None, cache: bool = True, debug: bool = True,
-                 config=None, device_info=None, program=None, library=None):
-        """``program``/``library``: built beforehand (``compile_batch``)."""
+                 config=None, device_info=None, program=None, library=None, prepare=None,
+                 prepare_key=None):
+        """``program``/``library``: built beforehand (``compile_batch``); ``prepare``: the
+        pipeline the run command asks for (module -> module)."""
         from ..cuda.program import build_program, full_source
         from .compiler import compile_sim
         from .device import SimDevice
+        if prepare is not None:
+            module = prepare(module)
         self.module = module
         self.device_info = device_info or target_device(module, debug_options)
         self.program = program or build_program(module, self.device_info, config)
