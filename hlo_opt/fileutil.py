@@ -27,3 +27,18 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def source_fingerprint(*packages) -> str:
+    """sha256 over the ``.py`` files under ``packages`` (directories): caches keyed with
+    it are never reused by other code (an upgrade, a local edit)."""
+    import hashlib
+    h = hashlib.sha256()
+    for top in packages:
+        for root, dirs, files in sorted(os.walk(top)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    with open(os.path.join(root, f), "rb") as fh:
+                        h.update(f.encode() + b"\0" + fh.read())
+    return h.hexdigest()[:16]

@@ -80,6 +80,10 @@ class DebugOptions:
     xla_cpu_use_new_xtile_lowering: bool = False
     xla_cpu_multi_thread_eigen: bool = True
     xla_cpu_enable_fast_math: bool = False
+    xla_cpu_fast_math_honor_nans: bool = True
+    xla_cpu_fast_math_honor_infs: bool = True
+    xla_cpu_fast_math_honor_division: bool = True
+    xla_cpu_fast_math_honor_functions: bool = True
     xla_cpu_enable_fast_min_max: bool = True
     xla_cpu_parallel_codegen_split_count: int = 32
     xla_cpu_prefer_vector_width: int = 256

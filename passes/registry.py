@@ -25,6 +25,8 @@ from passes.collectives.all_reduce_reassociate import AllReduceReassociate
 from passes.collectives.reduce_scatter_combiner import ReduceScatterCombiner
 from passes.collectives.reduce_scatter_creator import ReduceScatterCreator
 from passes.conditional_simplifier import ConditionalSimplifier
+from passes.cpu_instruction_fusion import CpuInstructionFusion
+from passes.cpu_layout_assignment import CpuLayoutAssignment
 from passes.constant_folding import HloConstantFolding
 from passes.convolution_group_converter import ConvolutionGroupConverter
 from passes.cse import HloCSE
@@ -94,6 +96,8 @@ PASSES: dict[str, type] = {
     "constant_folding": HloConstantFolding,
     "convolution-group-converter": ConvolutionGroupConverter,
     "copy-insertion": CopyInsertion,
+    "cpu-instruction-fusion": CpuInstructionFusion,
+    "cpu-layout-assignment": CpuLayoutAssignment,
     "cse": HloCSE,
     "cublas-gemm-rewriter": GemmRewriter,
     "cublas-pad-for-gemms": CublasPadForGemms,

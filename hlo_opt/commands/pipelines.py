@@ -49,7 +49,24 @@ def command(name, as_json):
     from rich.console import Console
     from rich.tree import Tree
     root = Tree("[bold]pipelines[/bold] (hlo-opt --pipeline NAME)")
+    from passes.cpu_pipelines import NOT_PORTED as not_ported
     for n in names:
         node = root.add(f"[bold cyan]{n}[/bold cyan]")
         _add(node, built[n])
+        for sub in _sub_names(built[n]):
+            for why in not_ported.get(sub, ()):
+                node.add(f"[yellow]not ported ({sub}):[/yellow] {why}")
     Console().print(root)
+
+
+def _sub_names(item) -> list[str]:
+    """The names of ``item`` and every pipeline inside it."""
+    from ..pipeline import Fixpoint, Pipeline
+    if isinstance(item, Fixpoint):
+        return _sub_names(item.body)
+    if not isinstance(item, Pipeline):
+        return []
+    out = [item.name]
+    for sub in item.items:
+        out += _sub_names(sub)
+    return out
