@@ -1,0 +1,84 @@
+"""The app side of autotuning: which provider a command line means, and the progress
+bar.  Backends that can tune expose ``autotune_provider()`` (returning a provider, or
+None when their device is absent) in the modules named in ``PROVIDER_MODULES``."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+
+import click
+
+from ..autotune import AutotuneSession
+from ..autotune.candidates import device_cache_key
+
+PROVIDER_MODULES = {
+    "cuda": "hlo_opt.backends.cuda.autotune",
+    "cuda-sim": "hlo_opt.backends.cuda_sim.autotune",
+}
+GPU_PLATFORMS = ("gpu", "cuda")
+
+
+def _backend_provider(name: str):
+    try:
+        module = importlib.import_module(PROVIDER_MODULES[name])
+    except ImportError:
+        return None
+    return module.autotune_provider()
+
+
+def make_provider(name: str):
+    if name == "host":
+        from ..autotune.host_provider import HostProvider
+        return HostProvider()
+    if name not in PROVIDER_MODULES:
+        raise click.UsageError(f"unknown --autotune-provider={name} (known: host, "
+                               f"{', '.join(PROVIDER_MODULES)})")
+    provider = _backend_provider(name)
+    if provider is None:
+        from ..autotune import AutotuneError
+        raise AutotuneError(f"--autotune-provider={name}: the {name} backend is not "
+                            "available here (not built, or no device)")
+    return provider
+
+
+def session_for(options, platform: str, provider_name: str | None, progress=None):
+    """``--autotune-provider`` wins; ``--platform=gpu|cuda`` uses the CUDA backend's
+    provider when a device is there, else compiles deviceless (XLA: tuning must then be
+    off or loaded from a file); other platforms do not autotune."""
+    if provider_name:
+        return AutotuneSession.from_options(options, make_provider(provider_name),
+                                            progress=progress)
+    if platform not in GPU_PLATFORMS:
+        return None
+    provider = _backend_provider("cuda")
+    if provider is not None:
+        return AutotuneSession.from_options(options, provider, progress=progress)
+    from ..analysis.device import DEFAULT_DEVICE as d
+    key = device_cache_key(d.compute_capability, d.core_count, d.clock_rate_ghz,
+                           d.memory_bandwidth, d.l2_cache_size)
+    return AutotuneSession.from_options(options, None, deviceless=True, device_key=key,
+                                        progress=progress)
+
+
+@contextlib.contextmanager
+def autotune_progress_bar(enabled: bool):
+    """A rich bar on stderr while tuning (instructions tuned / total, candidates per
+    second); yields the callback, or None when stderr is not a terminal."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    progress = Progress(TextColumn("autotuning {task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                        console=Console(stderr=True), transient=True)
+    task = progress.add_task("", total=None, rate="")
+
+    def update(event):
+        rate = event.candidates / event.elapsed_s if event.elapsed_s > 0 else 0.0
+        progress.update(task, total=max(event.total, event.done), completed=event.done,
+                        description=f"%{event.instruction}",
+                        rate=f"{rate:.1f} candidates/s")
+
+    with progress:
+        yield update
