@@ -223,3 +223,14 @@ def test_default_redzone_is_xlas_8_mib():
     sess = session(PlantedProvider([OOB]), level=4, redzone=8 * 1024 * 1024)
     pick(m, sess)
     assert failures(sess)["gemm(algorithm=100)"] == "REDZONE_MODIFIED"
+
+
+def test_progress_callback_counts_instructions_and_candidates():
+    events = []
+    m = gemm_module()
+    sess = session(PlantedProvider([WRONG]), level=4)
+    sess.progress = events.append
+    pick(m, sess)
+    done = [(e.done, e.total) for e in events]
+    assert done[-1] == (2, 2) and (1, 2) in done
+    assert max(e.candidates for e in events) == 8       # 4 candidates x 2 gemms
