@@ -160,3 +160,29 @@ class RedzoneAllocator:
                 self.memory.fill(alloc, rz + nbytes, rz + slop, self.pattern)
                 return lhs if not lhs.ok else rhs
         return RedzoneCheckStatus()
+
+
+class DeviceMemory:
+    """:class:`Memory` over a backend device that speaks addresses (``alloc(nbytes) ->
+    addr``, ``upload(addr, bytes)``, ``download(addr, nbytes) -> bytes``): the CUDA driver
+    and cuda-sim's host device both do."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def allocate(self, nbytes: int) -> int:
+        return self.device.alloc(nbytes)
+
+    def address(self, alloc: int) -> int:
+        return alloc
+
+    def fill(self, alloc, offset, nbytes, byte):
+        if nbytes:
+            self.device.upload(alloc + offset, bytes([byte & 0xFF]) * nbytes)
+
+    def read(self, alloc, offset, nbytes):
+        return np.frombuffer(self.device.download(alloc + offset, nbytes), np.uint8).copy()
+
+    def write(self, alloc, offset, data):
+        if data.size:
+            self.device.upload(alloc + offset, np.ascontiguousarray(data).tobytes())

@@ -84,3 +84,29 @@ def test_comparator_is_xlas_relative_rule():
     assert mismatches(s, np.array([1, 0, -np.inf, 100], np.float32), a, 0.1) == 2
     h = Shape.array("f16", (1,))
     assert mismatches(h, np.array([np.inf], np.float16), np.array([65504], np.float16), 0.1) == 0
+
+
+def test_device_memory_adapter_finds_out_of_bounds_writes():
+    from hlo_opt.autotune.redzone import DeviceMemory
+
+    class FakeDevice:   # what cuda-sim's device looks like: host addresses
+        def __init__(self):
+            self.keep = []
+
+        def alloc(self, n):
+            b = np.zeros(n + 128, np.uint8)
+            self.keep.append(b)
+            return b.ctypes.data + (-b.ctypes.data) % 64
+
+        def upload(self, addr, data):
+            ctypes.memmove(addr, data, len(data))
+
+        def download(self, addr, n):
+            return ctypes.string_at(addr, n)
+
+    a = RedzoneAllocator(DeviceMemory(FakeDevice()), 64)
+    buf = a.allocate_bytes(12)
+    buf.write(np.arange(12, dtype=np.uint8))
+    assert (buf.read() == np.arange(12)).all() and a.check_redzones().ok
+    ctypes.memset(buf.address + 12, 1, 1)
+    assert a.check_redzones().buffer_name == "RHS"
