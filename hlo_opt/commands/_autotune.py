@@ -3,7 +3,6 @@ bar.  Backends that can tune expose ``autotune_provider()`` (returning a provide
 None when their device is absent) in the modules named in ``PROVIDER_MODULES``."""
 from __future__ import annotations
 
-import contextlib
 import importlib
 
 import click
@@ -60,25 +59,19 @@ def session_for(options, platform: str, provider_name: str | None, progress=None
                                         progress=progress)
 
 
-@contextlib.contextmanager
-def autotune_progress_bar(enabled: bool):
-    """A rich bar on stderr while tuning (instructions tuned / total, candidates per
-    second); yields the callback, or None when stderr is not a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    progress = Progress(TextColumn("autotuning {task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                        console=Console(stderr=True), transient=True)
-    task = progress.add_task("", total=None, rate="")
+def autotune_progress(pass_progress):
+    """A task on the passes' rich bar (``pass_progress.rich_progress``), shown while
+    tuning: instructions tuned / total and candidates per second.  None without a bar."""
+    progress = getattr(pass_progress, "rich_progress", None)
+    if progress is None:
+        return None
+    from rich.progress import TaskID  # noqa: F401 (rich is the app layer's)
+    task = progress.add_task("autotuning", total=None, visible=False)
 
     def update(event):
         rate = event.candidates / event.elapsed_s if event.elapsed_s > 0 else 0.0
         progress.update(task, total=max(event.total, event.done), completed=event.done,
-                        description=f"%{event.instruction}",
-                        rate=f"{rate:.1f} candidates/s")
-
-    with progress:
-        yield update
+                        visible=event.done < event.total,
+                        description=f"autotuning %{event.instruction} "
+                                    f"({rate:.1f} candidates/s)")
+    return update

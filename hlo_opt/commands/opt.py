@@ -27,6 +27,7 @@ def _progress_bar(enabled: bool):
         progress.update(task, total=total, completed=event.index - 1,
                         description=f"{'/'.join(event.pipeline_path)}: {event.pass_name}")
 
+    update.rich_progress = progress   # other bars (autotuning) join this live display
     with progress:
         yield update
 
@@ -84,11 +85,11 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     collected = []
     if passes is not None or pipeline is not None:
         from ..dump.writer import DumpConfig, DumpDirectory
-        from ._autotune import autotune_progress_bar, session_for
+        from ._autotune import autotune_progress, session_for
         directory = DumpDirectory(DumpConfig.from_options(options))
-        with _progress_bar(sys.stderr.isatty()) as progress, \
-                autotune_progress_bar(sys.stderr.isatty()) as tune_progress:
-            session = session_for(options, platform, autotune_provider, tune_progress)
+        with _progress_bar(sys.stderr.isatty()) as progress:
+            session = session_for(options, platform, autotune_provider,
+                                  autotune_progress(progress))
             for module_id, module in enumerate(modules):
                 passes_api.optimize(module, options, passes=passes, pipeline=pipeline,
                                     verify_no_change=verify_no_change, module_id=module_id,

@@ -84,3 +84,17 @@ def test_deviceless_gpu_platform_is_one_clear_line(tmp_path):
                         "cublas-gemm-rewriter,gemm-algorithm-picker",
                         "--xla_gpu_autotune_level=0"], capture_output=True, text=True)
     assert p.returncode == 0 and "__cublas$gemm" in p.stdout
+
+
+def test_autotune_progress_joins_the_pass_bar():
+    from hlo_opt.autotune import AutotuneProgress
+    from hlo_opt.commands._autotune import autotune_progress
+    from hlo_opt.commands.opt import _progress_bar
+    assert autotune_progress(None) is None
+    with _progress_bar(True) as bar:
+        update = autotune_progress(bar)
+        update(AutotuneProgress(0, 2, 3, 0.5, "cublas-gemm"))
+        update(AutotuneProgress(2, 2, 6, 1.0, "cublas-gemm.1"))
+        task = bar.rich_progress.tasks[-1]
+        assert (task.completed, task.total, task.visible) == (2, 2, False)
+        assert "6.0 candidates/s" in task.description
