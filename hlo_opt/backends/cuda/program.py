@@ -100,7 +100,8 @@ def full_source(prog: Program) -> str:
 def _thunks_for(st, names, kernels, device, config, progs, use_libraries):
     out = []
     if isinstance(st, Kernel):
-        ks = emit_kernel(st, names, device, config)
+        from .launch_tuning import launch_config_of
+        ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
         for n, i in st.in_place.items():
             if st.input_slices[i] != st.output_slices[n]:
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[n],

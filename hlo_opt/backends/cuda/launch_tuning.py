@@ -1,0 +1,107 @@
+"""Launch configurations as autotuning candidates (shared by ``cuda`` and ``cuda-sim``).
+
+A fusion is cut out into a module of its own (parameters -> the fusion), and the kernel
+plan is built once per :class:`~.emitters.LaunchConfig` that changes the generated code
+or the launch: threads per block (loop and in-place kernels), the grid cap, threads per
+row for row reductions.  Variants that produce identical kernels are merged.  The chosen
+configuration is written into the fusion's ``backend_config`` as ``launch_config`` (an
+hlo-opt field: XLA has no launch knob for non-Triton fusions) and read back by
+:func:`launch_config_of` when the program is built.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+from .emitters import LaunchConfig
+
+LOOP_BLOCKS = (128, 256, 512)
+ROW_THREADS = (32, 256)
+TUNABLE = ("launch", "copy")
+
+
+def config_name(cfg: LaunchConfig) -> str:
+    return "launch:" + ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in fields(cfg))
+
+
+def config_from_name(name: str) -> LaunchConfig:
+    body = name.removeprefix("launch:")
+    kw = {k: int(v) for k, v in (item.split("=") for item in body.split(",") if item)}
+    return LaunchConfig(**kw)
+
+
+def launch_config_of(inst) -> LaunchConfig | None:
+    """The configuration the autotuner wrote into a fusion's backend config, if any."""
+    raw = inst.attrs.get("backend_config", "") if inst is not None else ""
+    if "launch_config" not in raw:
+        return None
+    try:
+        cfg = json.loads(raw).get("launch_config")
+    except ValueError:
+        return None
+    if not isinstance(cfg, dict):
+        return None
+    known = {f.name for f in fields(LaunchConfig)}
+    return LaunchConfig(**{k: int(v) for k, v in cfg.items() if k in known})
+
+
+def launch_config_json(cfg: LaunchConfig) -> dict:
+    return {k: str(v) for k, v in asdict(cfg).items()}
+
+
+def standalone_module(fusion):
+    """``fusion`` alone: its operands as parameters, the fusion as the root."""
+    from ...api import parse_hlo
+    comps: list = []
+
+    def visit(c):
+        for callee in c.called_computations():
+            visit(callee)
+        if c not in comps:
+            comps.append(c)
+    visit(fusion.called[0])
+    params = [f"  %p.{i} = {o.shape.to_text()} parameter({i})"
+              for i, o in enumerate(fusion.operands)]
+    attrs = [a for a in fusion.attr_texts(print_metadata=False)
+             if not a.startswith("control-predecessors")]
+    root = (f"  ROOT %{fusion.name} = {fusion.shape.to_text()} fusion("
+            + ", ".join(f"%p.{i}" for i in range(len(fusion.operands))) + "), "
+            + ", ".join(attrs))
+    text = (f"HloModule standalone_{fusion.name}\n\n"
+            + "\n\n".join(c.to_text(True, False) for c in comps)
+            + "\n\nENTRY %standalone.entry {\n" + "\n".join(params + [root]) + "\n}\n")
+    return parse_hlo(text, f"<{fusion.name}>")
+
+
+@dataclass
+class Variant:
+    config: LaunchConfig
+    program: object
+    kinds: list = field(default_factory=list)
+
+
+def variants(fusion, device) -> list[Variant]:
+    """One :class:`Variant` per distinct kernel set; [] when the fusion is not a pure
+    kernel (a host or library call would run instead)."""
+    from .program import build_program
+    if any(o.shape.is_tuple() for o in fusion.operands):
+        return []
+    module = standalone_module(fusion)
+    base = build_program(module, device, LaunchConfig())
+    if any(t.kind not in TUNABLE for t in base.entry.thunks) or not base.kernels:
+        return []
+    kinds = {k.kind for k in base.kernels}
+    configs = [LaunchConfig()]
+    if kinds & {"loop", "in_place_dynamic_update_slice"}:
+        configs += [LaunchConfig(block=b) for b in LOOP_BLOCKS]
+    if "row_reduction" in kinds:
+        configs += [LaunchConfig(row_threads=t) for t in ROW_THREADS]
+    out, seen = [], set()
+    for cfg in configs:
+        prog = base if cfg == LaunchConfig() else build_program(module, device, cfg)
+        sig = tuple((k.code, tuple(k.grid), tuple(k.block)) for k in prog.kernels)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        out.append(Variant(cfg, prog, sorted(kinds)))
+    return out
