@@ -17,22 +17,32 @@ PROVIDER_MODULES = {
 GPU_PLATFORMS = ("gpu", "cuda")
 
 
-def _backend_provider(name: str):
+def _backend_provider(name: str, options=None):
     try:
         module = importlib.import_module(PROVIDER_MODULES[name])
     except ImportError:
         return None
-    return module.autotune_provider()
+    return module.autotune_provider(options)
 
 
-def make_provider(name: str):
+def target_device(options):
+    """The GPU compiled for: ``--xla_gpu_target_config_filename``, else Hopper."""
+    try:
+        from ..backends.cuda.target import target_device as from_options
+    except ImportError:
+        from ..analysis.device import DEFAULT_DEVICE
+        return DEFAULT_DEVICE
+    return from_options(options=options)
+
+
+def make_provider(name: str, options=None):
     if name == "host":
         from ..autotune.host_provider import HostProvider
         return HostProvider()
     if name not in PROVIDER_MODULES:
         raise click.UsageError(f"unknown --autotune-provider={name} (known: host, "
                                f"{', '.join(PROVIDER_MODULES)})")
-    provider = _backend_provider(name)
+    provider = _backend_provider(name, options)
     if provider is None:
         from ..autotune import AutotuneError
         raise AutotuneError(f"--autotune-provider={name}: the {name} backend is not "
@@ -45,14 +55,14 @@ def session_for(options, platform: str, provider_name: str | None, progress=None
     provider when a device is there, else compiles deviceless (XLA: tuning must then be
     off or loaded from a file); other platforms do not autotune."""
     if provider_name:
-        return AutotuneSession.from_options(options, make_provider(provider_name),
+        return AutotuneSession.from_options(options, make_provider(provider_name, options),
                                             progress=progress)
     if platform not in GPU_PLATFORMS:
         return None
-    provider = _backend_provider("cuda")
+    provider = _backend_provider("cuda", options)
     if provider is not None:
         return AutotuneSession.from_options(options, provider, progress=progress)
-    from ..analysis.device import DEFAULT_DEVICE as d
+    d = target_device(options)
     key = device_cache_key(d.compute_capability, d.core_count, d.clock_rate_ghz,
                            d.memory_bandwidth, d.l2_cache_size)
     return AutotuneSession.from_options(options, None, deviceless=True, device_key=key,

@@ -140,5 +140,6 @@ class SimProvider:
         return out
 
 
-def autotune_provider():
-    return SimProvider()
+def autotune_provider(options=None):
+    """The provider for ``options``' target (``--xla_gpu_target_config_filename``)."""
+    return SimProvider(target_device(options=options) if options is not None else None)
