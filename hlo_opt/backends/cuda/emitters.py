@@ -367,6 +367,9 @@ class ReductionBlock(KernelBlock):
         self.depth = 0
 
     def reduce_loops(self, spec, init_codes, dtypes, loop_header=None):
+        """Each thread folds its elements starting from its first one (``has`` says it
+        has one); partials combine across threads; the init value is combined once at
+        the end, as the interpreter does (so a non-identity init gives its result)."""
         if self.depth:
             return super().reduce_loops(spec, init_codes, dtypes, loop_header)
         self.depth += 1
@@ -375,6 +378,8 @@ class ReductionBlock(KernelBlock):
             a = self.fresh("acc")
             self.emit(f"{CTYPE[dt]} {a} = {code};")
             accs.append(a)
+        has = self.fresh("has")
+        self.emit(f"bool {has} = false;")
         trips = [t for _, t in spec.loop_vars]
         total = 1
         for t in trips:
@@ -393,13 +398,37 @@ class ReductionBlock(KernelBlock):
             if rest * trip == total:
                 expr = f"{kv} / {rest}" if rest > 1 else kv
             self.emit(f"const {kt} {c} = {expr};")
-        self.accumulate(spec, accs, [self.value(v) for v in spec.values], dtypes)
+        xs = [self.value(v) for v in spec.values]
+        self._fold(spec, accs, xs, dtypes, has, None)
         self.close()
-        self._combine_threads(spec, accs, dtypes)
+        self._combine_threads(spec, accs, dtypes, has)
+        # the init value, once
+        inits = []
+        for code, dt in zip(init_codes, dtypes):
+            i = self.fresh("init")
+            self.emit(f"const {CTYPE[dt]} {i} = {code};")
+            inits.append(i)
+        self.open(f"if ({has})")
+        self.combine_into(spec, accs, inits, accs, dtypes)
+        self.close()
+        self.emit("else { " + " ".join(f"{a} = {i};" for a, i in zip(accs, inits)) + " }")
+        self.round_narrow(accs, dtypes)
         self.depth -= 1
         return accs
 
-    def _combine_threads(self, spec, accs, dtypes):
+    def _fold(self, spec, accs, xs, dtypes, has, other_has):
+        """accs = has ? combine(accs, xs) : xs (when other_has, only if it is set)."""
+        if other_has:
+            self.open(f"if ({other_has})")
+        self.open(f"if ({has})")
+        self.accumulate(spec, accs, xs, dtypes)
+        self.close()
+        self.emit("else { " + " ".join(f"{a} = {x};" for a, x in zip(accs, xs))
+                  + f" {has} = true; }}")
+        if other_has:
+            self.close()
+
+    def _combine_threads(self, spec, accs, dtypes, has):
         if self.mode in ("warp", "block"):
             for off in (16, 8, 4, 2, 1):
                 xs = []
@@ -407,34 +436,38 @@ class ReductionBlock(KernelBlock):
                     x = self.fresh("s")
                     self.emit(f"const {CTYPE[dt]} {x} = hlo_shfl_xor({a}, {off});")
                     xs.append(x)
-                self.accumulate(spec, accs, xs, dtypes)
+                oh = self.fresh("oh")
+                self.emit(f"const bool {oh} = hlo_shfl_xor({has}, {off});")
+                self._fold(spec, accs, xs, dtypes, has, oh)
             if self.mode == "block":
                 nw = self.tpr // 32
-                self._smem_combine(spec, accs, dtypes, nw, "threadIdx.x / 32", "lane == 0",
+                self._smem_combine(spec, accs, dtypes, has, nw, "threadIdx.x / 32", "lane == 0",
                                    lambda sm, w: f"{sm}[{w}]", lambda sm: f"{sm}[{nw}]")
         else:  # column: 8 partials per output, in a [8][33] tile
             nt = self.tpr
-            self._smem_combine(spec, accs, dtypes, nt, "ty", "true",
+            self._smem_combine(spec, accs, dtypes, has, nt, "ty", "true",
                                lambda sm, w: f"{sm}[{w}][tx]", lambda sm: f"{sm}[{nt}][33]")
 
-    def _smem_combine(self, spec, accs, dtypes, parts, me, writer, at, decl):
+    def _smem_combine(self, spec, accs, dtypes, has, parts, me, writer, at, decl):
         sms = []
         for a, dt in zip(accs, dtypes):
             sm = self.fresh("sm")
             self.emit(f"__shared__ {CTYPE[dt]} {decl(sm)};")
             sms.append(sm)
+        hs = self.fresh("smh")
+        self.emit(f"__shared__ bool {decl(hs)};")
         self.emit(f"if ({writer}) {{ " + " ".join(f"{at(sm, me)} = {a};"
-                                                 for sm, a in zip(sms, accs)) + " }")
+                                                 for sm, a in zip(sms, accs))
+                  + f" {at(hs, me)} = {has}; }}")
         self.emit("__syncthreads();")
-        for a, sm in zip(accs, sms):
-            self.emit(f"{a} = {at(sm, '0')};")
-        self.open(f"for (int w = 1; w < {parts}; ++w)")
+        self.emit(f"{has} = false;")
+        self.open(f"for (int w = 0; w < {parts}; ++w)")
         xs = []
         for sm, dt in zip(sms, dtypes):
             x = self.fresh("s")
             self.emit(f"const {CTYPE[dt]} {x} = {at(sm, 'w')};")
             xs.append(x)
-        self.accumulate(spec, accs, xs, dtypes)
+        self._fold(spec, accs, xs, dtypes, has, at(hs, "w"))
         self.close()
         self.emit("__syncthreads();  // the tile is reused by the next row")
 

@@ -29,3 +29,8 @@ def gemm_spec(inst):
     """A GemmSpec for a plain dot / cuBLAS custom call this backend can run on the device,
     or None (the call then runs on the host)."""
     return None
+
+
+def run_library_call(dev, runner, thunk, frame) -> None:
+    """A library thunk on the CUDA device (only gemm is recognised: see gemm_spec)."""
+    runner._host_call(thunk.step, frame)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...codegen import Control, Copy, Kernel, LibraryCall, make_plan
+from ...errors import UnsupportedError
 from .emitters import LaunchConfig, emit_kernel
 from .libraries import gemm_spec
 from .renderer import STORAGE
@@ -58,6 +59,7 @@ class Program:
     kernels: list
     entry: ComputationProgram
     computations: dict
+    host_fallbacks: list = field(default_factory=list)  # (step, why) run on the host
 
     @property
     def arena_size(self) -> int:
@@ -78,6 +80,7 @@ def build_program(module, device, config: LaunchConfig | None = None,
     mplan = make_plan(module)
     names: set = set()
     kernels: list = []
+    fallbacks: list = []
     progs: dict = {}
     for comp, plan in mplan.plans.items():
         progs[comp] = ComputationProgram(plan)
@@ -85,11 +88,11 @@ def build_program(module, device, config: LaunchConfig | None = None,
         cp = progs[comp]
         for st in plan.steps:
             cp.thunks.extend(_thunks_for(st, names, kernels, device, config, progs,
-                                         use_libraries))
+                                         use_libraries, fallbacks))
     body = "\n".join(k.code for k in kernels)
     source = (f"// hlo-opt CUDA kernels for module {module.name}\n"
               f"#include \"{PRELUDE_NAME}\"\n\n{body}")
-    return Program(module, mplan, source, kernels, progs[module.entry], progs)
+    return Program(module, mplan, source, kernels, progs[module.entry], progs, fallbacks)
 
 
 def full_source(prog: Program) -> str:
@@ -97,11 +100,17 @@ def full_source(prog: Program) -> str:
     return prog.source.replace(f'#include "{PRELUDE_NAME}"', prelude(), 1)
 
 
-def _thunks_for(st, names, kernels, device, config, progs, use_libraries):
+def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):
     out = []
     if isinstance(st, Kernel):
         from .launch_tuning import launch_config_of
-        ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
+        try:
+            ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
+        except (UnsupportedError, KeyError) as e:
+            # an element type or op the renderer lacks (c64, f4 ...): the step runs on the
+            # host, and the program says so (Program.host_fallbacks)
+            fallbacks.append((st.name, str(e)))
+            return [Thunk("host", st.name, st)]
         for n, i in st.in_place.items():
             if st.input_slices[i] != st.output_slices[n]:
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[n],

@@ -102,7 +102,7 @@ def _arith(op):
     def f(r, e, a):
         t = e.dtype
         if t in FLOATS:
-            return rounded(t, f"({a[0]} {op} {a[1]})")
+            return r.round(t, f"({a[0]} {op} {a[1]})")
         if t == "pred":
             return {"+": f"({a[0]} || {a[1]})", "*": f"({a[0]} && {a[1]})",
                     "-": f"({a[0]} != {a[1]})"}[op]
@@ -113,14 +113,14 @@ def _arith(op):
 def _divide(r, e, a):
     t = e.dtype
     if t in FLOATS:
-        return rounded(t, f"({a[0]} / {a[1]})")
+        return r.round(t, f"({a[0]} / {a[1]})")
     return f"hlo_{'s' if t in SIGNED else 'u'}div<{CTYPE[t]}>({a[0]}, {a[1]})"
 
 
 def _remainder(r, e, a):
     t = e.dtype
     if t in FLOATS:
-        return rounded(t, f"{_fn(t, 'fmod')}({a[0]}, {a[1]})")
+        return r.round(t, f"{_fn(t, 'fmod')}({a[0]}, {a[1]})")
     return f"hlo_{'s' if t in SIGNED else 'u'}rem<{CTYPE[t]}>({a[0]}, {a[1]})"
 
 
@@ -144,18 +144,18 @@ def _unary_float(name):
         t = e.dtype
         if t not in FLOATS:
             raise UnsupportedError(f"cuda: {e.op} on {t}")
-        return rounded(t, f"{_fn(t, name)}({a[0]})")
+        return r.round(t, f"{_fn(t, name)}({a[0]})")
     return f
 
 
 def _rsqrt(r, e, a):
     t = e.dtype
-    return rounded(t, f"(({CTYPE[t]})1 / {_fn(t, 'sqrt')}({a[0]}))")
+    return r.round(t, f"(({CTYPE[t]})1 / {_fn(t, 'sqrt')}({a[0]}))")
 
 
 def _logistic(r, e, a):
     t = e.dtype
-    return rounded(t, f"hlo_logistic(({'double' if t == 'f64' else 'float'}){a[0]})")
+    return r.round(t, f"hlo_logistic(({'double' if t == 'f64' else 'float'}){a[0]})")
 
 
 def _negate(r, e, a):
@@ -206,13 +206,13 @@ def _shift(kind):
 def _power(r, e, a):
     t = e.dtype
     if t in FLOATS:
-        return rounded(t, f"{_fn(t, 'pow')}({a[0]}, {a[1]})")
+        return r.round(t, f"{_fn(t, 'pow')}({a[0]}, {a[1]})")
     return f"hlo_ipow<{CTYPE[t]}>({a[0]}, {a[1]})"
 
 
 def _atan2(r, e, a):
     t = e.dtype
-    return rounded(t, f"{_fn(t, 'atan2')}({a[0]}, {a[1]})")
+    return r.round(t, f"{_fn(t, 'atan2')}({a[0]}, {a[1]})")
 
 
 _CMP = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
@@ -253,8 +253,8 @@ def _convert(r, e, a):
         if src in FLOATS:
             if dst == "f64":
                 return f"((double){x})"
-            return rounded(dst, f"((float){x})")
-        return rounded(dst, f"(({'double' if dst == 'f64' else 'float'}){x})")
+            return r.round(dst, f"((float){x})")
+        return r.round(dst, f"(({'double' if dst == 'f64' else 'float'}){x})")
     # to an integer
     if src in FLOATS:
         lo, hi = INT_RANGE[dst]
@@ -297,7 +297,7 @@ def _reduce_precision(r, e, a):
     t = e.dtype
     if t == "f64":
         return f"hlo_reduce_precision_f64({a[0]}, {ebits}, {mbits})"
-    return rounded(t, f"hlo_reduce_precision_f32((float){a[0]}, {ebits}, {mbits})")
+    return r.round(t, f"hlo_reduce_precision_f32((float){a[0]}, {ebits}, {mbits})")
 
 
 def _floordiv(r, e, a):
@@ -309,7 +309,7 @@ def _rem(r, e, a):
 
 
 def _round_even(r, e, a):
-    return rounded(e.dtype, f"{_fn(e.dtype, 'rint')}({a[0]})")
+    return r.round(e.dtype, f"{_fn(e.dtype, 'rint')}({a[0]})")
 
 
 CODE_FOR_OP = {
@@ -345,6 +345,16 @@ class Block:
         self.bindings: dict = {}  # var name -> C name (reducer acc/x, loop vars)
         self.indent = indent
         self._n = 0
+        self.no_round = False     # inside a reducer: narrow floats accumulate in f32
+
+    def round(self, dtype: str, code: str) -> str:
+        return code if self.no_round else rounded(dtype, code)
+
+    def round_narrow(self, accs, dtypes) -> None:
+        """Round f32-accumulated narrow-float results to their type."""
+        for a, dt in zip(accs, dtypes):
+            if dt in NARROW_FLOAT:
+                self.emit(f"{a} = {rounded(dt, a)};")
 
     def fresh(self, stem: str = "v") -> str:
         self._n += 1
@@ -452,6 +462,7 @@ class Block:
         self.accumulate(spec, accs, [self.value(v) for v in spec.values], dtypes)
         for _ in spec.loop_vars:
             self.close()
+        self.round_narrow(accs, dtypes)
         return accs
 
     def accumulate(self, spec, accs, xs, dtypes) -> None:
@@ -464,7 +475,9 @@ class Block:
             self.bindings[name] = c
         for name, c in zip(spec.x_names, xs):
             self.bindings[name] = c
+        saved, self.no_round = self.no_round, True
         outs = [self.value(c) for c in spec.combiner]
+        self.no_round = saved
         self.scopes.pop()
         for t, o in zip(targets, outs):
             self.emit(f"{t} = {o};")

@@ -55,12 +55,39 @@ def sim_cache_dir() -> str:
     return os.path.join(base, "cuda-sim")
 
 
+def _precompiled_header(cxx: str, flags: list) -> str:
+    """emu.h + the kernel prelude as a precompiled header (built once per flag set; a
+    module then compiles in ~0.3 s instead of ~1 s).  Returns its directory."""
+    from ..cuda.program import prelude
+    text = "#include <cstddef>\n" + emu_header() + "\n" + prelude() + "\n"
+    key = hashlib.sha256("\1".join([text, cxx, *flags]).encode()).hexdigest()[:24]
+    d = os.path.join(sim_cache_dir(), "pch-" + key)
+    if os.path.exists(os.path.join(d, "hlo_sim.h.gch")):
+        return d
+    os.makedirs(os.path.dirname(d), exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(d))
+    with open(os.path.join(tmp, "hlo_sim.h"), "w", encoding="utf-8") as f:
+        f.write(text)
+    hdr_flags = [f for f in flags if f != "-shared"]
+    r = subprocess.run([cxx, *hdr_flags, "-x", "c++-header", os.path.join(tmp, "hlo_sim.h"),
+                        "-o", os.path.join(tmp, "hlo_sim.h.gch")], capture_output=True, text=True)
+    if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SimCompileError(f"cuda-sim: the emulation header does not compile:\n{r.stderr[-4000:]}")
+    try:
+        os.rename(tmp, d)
+    except OSError:  # another process made it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return d
+
+
 def compile_sim(cuda_source: str, kernels, debug: bool = True) -> "SimLibrary":
     """Compile for the CPU; ``debug`` turns on bounds checks of every buffer access."""
     cxx = host_compiler()
-    tu = ("#include <cstddef>\n" + emu_header() + "\n" + cuda_source + "\n"
-          + launcher_source(kernels))
     flags = list(CXXFLAGS) + (["-DEMU_DEBUG"] if debug else [])
+    pch = _precompiled_header(cxx, flags)
+    tu = '#include "hlo_sim.h"\n' + cuda_source + "\n" + launcher_source(kernels)
+    flags = flags + ["-I", pch]
     key = hashlib.sha256("\1".join([tu, cxx, *flags]).encode()).hexdigest()[:40]
     d = sim_cache_dir()
     so = os.path.join(d, key[:2], key + ".so")
