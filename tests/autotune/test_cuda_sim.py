@@ -198,3 +198,18 @@ def test_results_file_round_trip_under_cuda_sim(tmp_path):
     s = tune(m2, provider, level=4, load_results_from=str(path))
     assert provider.runs == 0 and s.stats.cache_hits == 1
     assert chosen_block(f2) == chosen_block(f)
+
+
+def test_device_check_section_runs_under_cuda_sim():
+    """scripts/autotune_check.py (the GPU proof's autotuning part) works on cuda-sim."""
+    import importlib.util
+    from tests.conftest import ROOT, SAMPLES
+    spec = importlib.util.spec_from_file_location("autotune_check",
+                                                  ROOT / "scripts" / "autotune_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    lines: list = []
+    (row,) = mod.autotune_section("cuda-sim", [str(SAMPLES / "softmax.hlo")], lines.append)
+    assert row["tuned"] == 3 and row["matches_interpreter"] and row["loaded_same"]
+    assert row["loaded_measured"] == 0 and row["level0_s"] > 0 and row["tuned_s"] > 0
+    assert "softmax.hlo" in lines[-1] and "== interpreter" in lines[-1]

@@ -105,3 +105,88 @@ def variants(fusion, device) -> list[Variant]:
         seen.add(sig)
         out.append(Variant(cfg, prog, sorted(kinds)))
     return out
+
+
+class LaunchCandidate:
+    """One variant run straight on the autotuner's buffers: parameter slices are the
+    input buffers, root slices the output buffers, other arena slices lie in the
+    candidate's scratch buffer.  ``launch(name, kernel, addrs)`` and ``copy(dst, src,
+    n)`` are the backend's; ``constants(program)`` gives the constants' addresses."""
+
+    def __init__(self, variant, name_map: dict, launch, copy, constants, errors=()):
+        from ...autotune.results import CandidateKey
+        self.variant = variant
+        self.name = config_name(variant.config)
+        self.key = CandidateKey.other(self.name)
+        self.scratch_bytes = variant.program.arena_size
+        self._names = name_map
+        self._launch, self._copy, self._constants = launch, copy, constants
+        self._errors = tuple(errors)
+
+    def run(self, inputs, outputs, scratch) -> None:
+        from ...autotune.candidates import CandidateError
+        prog = self.variant.program
+        roots = {sl: out.address for sl, out in zip(prog.entry.root_slices, outputs)}
+        consts = self._constants(prog)
+
+        def addr(sl) -> int:
+            if sl in roots:
+                return roots[sl]
+            if sl.kind == "param":
+                return inputs[sl.index].address
+            if sl.kind == "const":
+                return consts[sl.index]
+            if scratch is None:
+                raise CandidateError(f"{self.name}: arena slice {sl} without scratch")
+            return scratch.address + sl.offset
+        try:
+            for t in prog.entry.thunks:
+                if t.kind == "launch":
+                    self._launch(self._names[t.kernel.name], t.kernel,
+                                 [addr(s) for s in t.args])
+                elif t.kind == "copy":
+                    dst, src = addr(t.args[0]), addr(t.args[1])
+                    if dst != src and t.nbytes:
+                        self._copy(dst, src, t.nbytes)
+                else:
+                    raise CandidateError(f"{self.name}: cannot run a {t.kind} thunk")
+        except self._errors as e:
+            raise CandidateError(str(e)) from None
+
+
+def merged_kernels(vs: list) -> tuple[str, list, list]:
+    """All variants' kernels in one translation unit, renamed ``<name>__v<i>``: (code,
+    [(new name, [param c types])], [old -> new name map per variant])."""
+    import re
+    codes, kernels, maps = [], [], []
+    for i, v in enumerate(vs):
+        names = {}
+        for k in v.program.kernels:
+            new = f"{k.name}__v{i}"
+            names[k.name] = new
+            codes.append(re.sub(rf"\b{re.escape(k.name)}\b", new, k.code))
+            kernels.append((new, [t for t, _, _ in k.params]))
+        maps.append(names)
+    return "\n".join(codes), kernels, maps
+
+
+def constants_in(memory, keep: list):
+    """``constants(program)`` for :class:`LaunchCandidate`: each program's constants
+    written once into ``memory`` (allocations kept alive in ``keep``)."""
+    def constants(program) -> list:
+        cached = getattr(program, "_autotune_consts", None)
+        if cached is not None:
+            return cached
+        import numpy as np
+        from .runtime import to_physical
+        out = []
+        for c in program.constants:
+            data = to_physical(c.literal.array, c.shape) if c.shape.num_elements() else b""
+            alloc = memory.allocate(max(len(data), 16))
+            keep.append(alloc)
+            if data:
+                memory.write(alloc, 0, np.frombuffer(data, np.uint8))
+            out.append(memory.address(alloc))
+        program._autotune_consts = out
+        return out
+    return constants
