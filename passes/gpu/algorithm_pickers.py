@@ -1,7 +1,8 @@
 """``gemm-algorithm-picker`` and ``gpu-conv-algorithm-picker``: XLA's autotuners.
 
 Each asks the autotuning session the app layer installed (``hlo_opt.autotune``: the
-backend's candidate provider, the caches, ``--xla_gpu_autotune_level``) for the best
+backend's candidate provider -- host numpy candidates, cuda-sim, cuda --, the caches,
+``--xla_gpu_autotune_level``) for the best
 candidate of every cuBLAS gemm / cuDNN convolution in the non-fusion computations and
 writes it into the custom call's backend config, as XLA does:
 
@@ -60,17 +61,16 @@ class _AlgorithmPicker:
             except AutotuneCheckFailure:
                 raise
             except NoUsableCandidate as e:
-                if not self.on_all_failed(session, inst, e):
-                    continue
-                raise
+                self.on_all_failed(module, session, inst, e)
+                continue
             changed |= self.apply(inst, result)
         return changed
 
     def skip(self, inst) -> bool:
         return False
 
-    def on_all_failed(self, session, inst, error) -> bool:
-        """Return True to re-raise."""
+    def on_all_failed(self, module, session, inst, error) -> None:
+        """Every candidate failed: warn (the call keeps its default) or raise."""
         raise NotImplementedError
 
     def apply(self, inst, result) -> bool:
@@ -87,10 +87,9 @@ class GemmAlgorithmPicker(_AlgorithmPicker):
         return (float(cfg.get("alpha_real", 1.0)) == 0 and float(cfg.get("alpha_imag", 0.0)) == 0
                 and float(cfg.get("beta", 0.0)) == 0)   # degenerate: a memzero
 
-    def on_all_failed(self, session, inst, error) -> bool:
+    def on_all_failed(self, module, session, inst, error) -> None:
         session.warn(f"Failed to find best cuBLAS algorithm for %{inst.name}, GEMM "
                      f"performance might be suboptimal: {error}")
-        return False
 
     def apply(self, inst, result) -> bool:
         algorithm = DEFAULT_ALGORITHM
@@ -111,10 +110,8 @@ class GpuConvAlgorithmPicker(_AlgorithmPicker):
     name = "gpu-conv-algorithm-picker"
     kind = "conv"
 
-    def on_all_failed(self, session, inst, error) -> bool:
-        strict = options_for(inst.parent.module).xla_gpu_strict_conv_algorithm_picker \
-            if getattr(inst.parent, "module", None) is not None \
-            else session.config.strict_conv_algorithm_picker
+    def on_all_failed(self, module, session, inst, error) -> None:
+        strict = options_for(module).xla_gpu_strict_conv_algorithm_picker
         msg = f"Failed to determine best cudnn convolution algorithm for:\n{inst.to_text()}" \
               f"\n\nOriginal error: {error}"
         if strict:
@@ -123,7 +120,6 @@ class GpuConvAlgorithmPicker(_AlgorithmPicker):
                 "may have suboptimal performance), use "
                 "XLA_FLAGS=--xla_gpu_strict_conv_algorithm_picker=false.")
         session.warn(msg + "\n\nAs a result, convolution performance may be suboptimal.")
-        return False
 
     def apply(self, inst, result) -> bool:
         if result is None or result.key is None or result.key.kind != "algorithm":
