@@ -45,6 +45,7 @@ class AutotuneConfig:
     cache_mode: str = CACHE_MODE_UPDATE       # xla_gpu_experimental_autotune_cache_mode
     dump_results_to: str = ""
     load_results_from: str = ""
+    dump_logs_to: str = ""                    # xla_gpu_dump_autotune_logs_to
     deviceless: bool = False
 
     @classmethod
@@ -67,6 +68,7 @@ class AutotuneConfig:
                 get("xla_gpu_experimental_autotune_cache_mode", CACHE_MODE_UPDATE)),
             dump_results_to=get("xla_gpu_dump_autotune_results_to", ""),
             load_results_from=get("xla_gpu_load_autotune_results_from", ""),
+            dump_logs_to=get("xla_gpu_dump_autotune_logs_to", ""),
             deviceless=deviceless)
 
     # XLA's AutotuneConfig predicates, one per level

@@ -41,6 +41,9 @@ SCHEMA: dict[str, dict[str, tuple[int, str]]] = {
                        "is_cudnn_frontend": (5, "bool"),
                        "workspace_size": (6, "msg:UInt64Value")},
     "UInt64Value": {"value": (1, "uint64")},
+    "AutotuningLogs": {"logs": (1, "msg:AutotuningLog*")},
+    "AutotuningLog": {"results": (2, "msg:AutotuneResult*"), "fusion_name": (7, "string"),
+                      "selected_backend": (9, "string")},
     "Duration": {"seconds": (1, "int64"), "nanos": (2, "int32")},
 }
 ENUMS = {"FailureKind": ["UNKNOWN", "REDZONE_MODIFIED", "WRONG_RESULT", "DISQUALIFIED"],

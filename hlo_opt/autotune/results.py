@@ -73,6 +73,7 @@ class AutotuneResult:
 class TuningRecord:
     """Everything measured for one instruction (for logs and tests)."""
     instruction: str
+    name: str = ""                           # the instruction's name
     results: list[AutotuneResult] = field(default_factory=list)
     best: AutotuneResult | None = None
     measurements: int = 0                    # candidate executions that were timed

@@ -125,3 +125,19 @@ def result_to_text(r: AutotuneResult) -> str:
 
 def result_from_text(text: str, filename: str) -> AutotuneResult:
     return result_from_msg(from_text("AutotuneResult", text, filename))
+
+
+def encode_logs(records, as_text: bool) -> bytes:
+    """XLA's ``AutotuningLogs``: per tuned instruction, every candidate's result (with its
+    failure) and the chosen one's name (``selected_backend``) -- ``instr`` (an ``Any``
+    holding the instruction proto) is left out."""
+    from .proto import to_binary, to_text
+    logs = []
+    for rec in records:
+        log = {"results": [result_to_msg(r) for r in rec.results], "fusion_name": rec.name}
+        if rec.best is not None and rec.best.key is not None:
+            log["selected_backend"] = str(rec.best.key)
+        logs.append(log)
+    msg = {"logs": logs}
+    return to_text("AutotuningLogs", msg).encode() if as_text else \
+        to_binary("AutotuningLogs", msg)

@@ -147,6 +147,7 @@ class AutotuneSession:
                                      inst.to_text(print_metadata=False), on_candidate)
         finally:
             self.stats.seconds += time.perf_counter() - t0
+        record.name = inst.name
         self.records.append(record)
         self.stats.tuned += 1
         self.stats.measurements += record.measurements
@@ -166,9 +167,19 @@ class AutotuneSession:
         self.stats.warnings.append(message)
 
     def finish(self) -> None:
-        """After a compilation: rewrite ``--xla_gpu_dump_autotune_results_to``."""
+        """After a compilation: rewrite ``--xla_gpu_dump_autotune_results_to`` and
+        ``--xla_gpu_dump_autotune_logs_to`` (every candidate measured so far)."""
         if self.config.dump_results_to:
             self.cache.dump_to_file(self.config.dump_results_to)
+        if self.config.dump_logs_to:
+            from hlo_opt.fileutil import write_atomic
+            from .serialize import encode_logs, is_text_path
+            path = self.config.dump_logs_to
+            try:
+                write_atomic(path, encode_logs(self.records, is_text_path(path)))
+            except OSError as e:
+                raise AutotuneError(f"--xla_gpu_dump_autotune_logs_to={path}: error: "
+                                    f"{e.strerror}") from None
 
 
 _current: AutotuneSession | None = None

@@ -178,3 +178,17 @@ def test_require_complete_aot_results():
     sess = session(PlantedProvider(), require_complete_aot_results=True)
     with pytest.raises(AutotuneError, match="Complete XLA AOT autotuning results are required"):
         pick(gemm_module(), sess)
+
+
+def test_autotune_logs_record_every_candidate(tmp_path):
+    from hlo_opt.autotune.proto import from_text
+    path = tmp_path / "logs.textproto"
+    sess = session(PlantedProvider([OOB_PLANT]), dump_logs_to=str(path))
+    pick(gemm_module(), sess)
+    sess.finish()
+    logs = from_text("AutotuningLogs", path.read_text())["logs"]
+    m_names = [log["fusion_name"] for log in logs]
+    assert len(m_names) == 2 and all(n.startswith("cublas-gemm") for n in m_names)
+    kinds = [r.get("failure", {}).get("kind") for r in logs[0]["results"]]
+    assert kinds == [None, None, None, "REDZONE_MODIFIED"]
+    assert logs[0]["selected_backend"] == "gemm(algorithm=0)"
