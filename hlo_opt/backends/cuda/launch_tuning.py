@@ -118,7 +118,7 @@ class LaunchCandidate:
         self.variant = variant
         self.name = config_name(variant.config)
         self.key = CandidateKey.other(self.name)
-        self.scratch_bytes = variant.program.arena_size
+        self.scratch_bytes = _scratch_bytes(variant.program)
         self._names = name_map
         self._launch, self._copy, self._constants = launch, copy, constants
         self._errors = tuple(errors)
@@ -152,6 +152,14 @@ class LaunchCandidate:
                     raise CandidateError(f"{self.name}: cannot run a {t.kind} thunk")
         except self._errors as e:
             raise CandidateError(str(e)) from None
+
+
+def _scratch_bytes(program) -> int:
+    """Arena bytes the thunks touch besides the outputs (which are the tuner's buffers)."""
+    roots = set(program.entry.root_slices)
+    ends = [sl.offset + sl.size for t in program.entry.thunks for sl in t.args
+            if getattr(sl, "kind", None) == "arena" and sl not in roots]
+    return max(ends, default=0)
 
 
 def merged_kernels(vs: list) -> tuple[str, list, list]:
