@@ -148,8 +148,11 @@ class RedzoneAllocator:
         return RedzoneCheckStatus(name, user_addr, first, self.pattern, int(data[first]))
 
     def check_redzones(self) -> RedzoneCheckStatus:
-        """The first modified guard byte over all allocations (and re-fills that guard)."""
+        """The first modified guard byte over all allocations.  Every modified guard is
+        re-filled (XLA re-fills only the first), so that the next candidate is not blamed
+        for this one's writes."""
         rz = self.redzone_size
+        first = RedzoneCheckStatus()
         for alloc, nbytes in self._allocations:
             slop = round_up(nbytes, RHS_REDZONE_ALIGN) - nbytes
             user = self.memory.address(alloc) + rz
@@ -158,8 +161,9 @@ class RedzoneAllocator:
             if not lhs.ok or not rhs.ok:
                 self.memory.fill(alloc, 0, rz, self.pattern)
                 self.memory.fill(alloc, rz + nbytes, rz + slop, self.pattern)
-                return lhs if not lhs.ok else rhs
-        return RedzoneCheckStatus()
+                if first.ok:
+                    first = lhs if not lhs.ok else rhs
+        return first
 
 
 class DeviceMemory:

@@ -110,3 +110,13 @@ def test_device_memory_adapter_finds_out_of_bounds_writes():
     assert (buf.read() == np.arange(12)).all() and a.check_redzones().ok
     ctypes.memset(buf.address + 12, 1, 1)
     assert a.check_redzones().buffer_name == "RHS"
+
+
+def test_every_modified_guard_is_refilled():
+    a = RedzoneAllocator(HostMemory(), 64)
+    b1, b2 = a.allocate_bytes(8), a.allocate_bytes(8)
+    ctypes.memset(b1.address + 8, 0, 1)
+    ctypes.memset(b2.address - 1, 0, 1)
+    st = a.check_redzones()
+    assert st.user_buffer_address == b1.address and st.buffer_name == "RHS"
+    assert a.check_redzones().ok          # b2's guard was re-filled too
