@@ -12,13 +12,12 @@ from .cache import PROCESS_CACHE, AutotuneCacheKey, ResultCache
 from .candidates import Candidate, CandidateError, CandidateProvider, measure_wall
 from .config import (CACHE_MODE_READ, CACHE_MODE_UPDATE, AutotuneConfig, AutotuneError)
 from .results import AutotuneResult, CandidateKey, Failure, FailureKind, TuningRecord
-from .session import (AutotuneProgress, AutotuneSession, AutotuneStats, current_session,
-                      using_session)
+from .session import AutotuneProgress, AutotuneSession, AutotuneStats, session_for
 from .tuner import AutotuneCheckFailure, pick_best_result, tune_candidates
 
 __all__ = ["PROCESS_CACHE", "AutotuneCacheKey", "ResultCache", "Candidate", "CandidateError",
            "CandidateProvider", "measure_wall", "CACHE_MODE_READ", "CACHE_MODE_UPDATE",
            "AutotuneConfig", "AutotuneError", "AutotuneResult", "CandidateKey", "Failure",
            "FailureKind", "TuningRecord", "AutotuneProgress", "AutotuneSession",
-           "AutotuneStats", "current_session", "using_session", "AutotuneCheckFailure",
+           "AutotuneStats", "session_for", "AutotuneCheckFailure",
            "pick_best_result", "tune_candidates"]

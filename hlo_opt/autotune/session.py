@@ -1,7 +1,8 @@
 """One compilation's autotuning: config + provider + caches + counters + progress.
 
-The algorithm-picker passes ask :func:`current_session` (installed by the app layer
-with :func:`using_session`) to :meth:`AutotuneSession.autotune` an instruction; the
+The algorithm-picker passes ask the module's session (``module.config.autotune``, set by
+the app layer: :func:`hlo_opt.passes_api.optimize`'s ``autotune=``) to
+:meth:`AutotuneSession.autotune` an instruction; the
 session looks the result up (memory, then the per-fusion directory), and on a miss
 measures the provider's candidates.  Deviceless (no device to measure on), a miss is an
 error unless autotuning is off: XLA's rule that deviceless compilation needs
@@ -9,7 +10,6 @@ error unless autotuning is off: XLA's rule that deviceless compilation needs
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -182,19 +182,7 @@ class AutotuneSession:
                                     f"{e.strerror}") from None
 
 
-_current: AutotuneSession | None = None
-
-
-def current_session() -> AutotuneSession | None:
-    return _current
-
-
-@contextlib.contextmanager
-def using_session(session: AutotuneSession | None):
-    global _current
-    saved = _current
-    _current = session
-    try:
-        yield session
-    finally:
-        _current = saved
+def session_for(module) -> AutotuneSession | None:
+    """The session a module is compiled with (``module.config.autotune``), if any."""
+    config = getattr(module, "config", None)
+    return getattr(config, "autotune", None)

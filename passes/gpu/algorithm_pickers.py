@@ -24,14 +24,12 @@ import json
 
 import numpy as np
 
-from hlo_opt.autotune import AutotuneError, current_session
+from hlo_opt.autotune import AutotuneError, session_for
 from hlo_opt.autotune.tuner import NoUsableCandidate
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from ._computations import nonfusion_computations
 from ._gemm_common import read_config, write_config
-from ._options import options_for
 
 DEFAULT_ALGORITHM = -1   # se::blas::kDefaultAlgorithm
 
@@ -46,8 +44,8 @@ class _AlgorithmPicker:
     kind = ""
 
     def run(self, module) -> bool:
-        session = current_session()
-        if options_for(module).xla_gpu_autotune_level == 0 or session is None \
+        session = session_for(module)
+        if module.config.debug_options.xla_gpu_autotune_level == 0 or session is None \
                 or not session.config.enabled:
             return False
         insts = [i for i in _targets(module, session, self.kind) if not self.skip(i)]
@@ -75,7 +73,6 @@ class _AlgorithmPicker:
         raise NotImplementedError
 
 
-@register
 class GemmAlgorithmPicker(_AlgorithmPicker):
     name = "gemm-algorithm-picker"
     kind = "gemm"
@@ -103,13 +100,12 @@ class GemmAlgorithmPicker(_AlgorithmPicker):
         return True
 
 
-@register
 class GpuConvAlgorithmPicker(_AlgorithmPicker):
     name = "gpu-conv-algorithm-picker"
     kind = "conv"
 
     def on_all_failed(self, module, session, inst, error) -> None:
-        strict = options_for(module).xla_gpu_strict_conv_algorithm_picker
+        strict = module.config.debug_options.xla_gpu_strict_conv_algorithm_picker
         msg = f"Failed to determine best cudnn convolution algorithm for:\n{inst.to_text()}" \
               f"\n\nOriginal error: {error}"
         if strict:
@@ -147,7 +143,7 @@ class GpuConvAlgorithmPicker(_AlgorithmPicker):
     def _rebuild(inst, config_text: str, scratch: int) -> None:
         """XLA: a new call whose last tuple element is ``u8[scratch]``, repackaged so
         that users still see ``(results..., u8[0])``."""
-        from passes._build import Builder
+        from hlo_opt.rewrite.builder import Builder
         from ._conv_util import replace_call
         comp = inst.parent
         shapes = list(inst.shape.tuple_shapes)

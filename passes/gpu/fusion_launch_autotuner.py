@@ -13,25 +13,22 @@ from __future__ import annotations
 
 
 
-from hlo_opt.autotune import current_session
+from hlo_opt.autotune import session_for
 from hlo_opt.autotune.tuner import NoUsableCandidate
 
-from ..registry import register
 from ._computations import nonfusion_computations
 from ._gemm_common import read_config, write_config
-from ._options import options_for
 
 LAUNCH_PREFIX = "launch:"
 
 
-@register
 class FusionLaunchAutotuner:
     name = "fusion-launch-autotuner"
 
     def run(self, module) -> bool:
-        session = current_session()
+        session = session_for(module)
         if session is None or not session.config.enabled or \
-                options_for(module).xla_gpu_autotune_level == 0:
+                module.config.debug_options.xla_gpu_autotune_level == 0:
             return False
         fusions = [i for comp in nonfusion_computations(module) for i in comp.instructions
                    if i.opcode == "fusion" and session.kind_of(i) == "fusion"]

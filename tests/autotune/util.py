@@ -14,8 +14,8 @@ from hlo_opt.autotune.candidates import CandidateError
 from hlo_opt.autotune.host_provider import HostProvider
 from hlo_opt.autotune.results import CandidateKey
 from hlo_opt.flags import DebugOptions
-from hlo_opt.pipeline import Pipeline, PipelineRunner
-from passes.gpu._options import using_options
+from hlo_opt.pipeline import PipelineRunner
+from tests.support.pipelines import pipeline
 
 GEMM_HLO = """HloModule m
 ENTRY %main (a: f32[64,32], b: f32[32,48], c: f32[48,16]) -> f32[64,16] {
@@ -41,8 +41,8 @@ SMALL_REDZONE = 256
 def rewritten(text: str, passes: str):
     module = parse_hlo(text)
     opts = DebugOptions()
-    with using_options(opts):
-        PipelineRunner(opts).run(Pipeline("p", passes.split(",")), module)
+    module.config = module.config.replace(debug_options=opts)
+    PipelineRunner(opts).run(pipeline("p", passes), module)
     return module
 
 
@@ -159,12 +159,12 @@ def selected(module) -> list:
 
 
 def pick(module, sess, passes="gemm-algorithm-picker", **flags):
-    """Run the picker pass(es) with ``sess`` installed; returns whether it changed."""
-    from hlo_opt.autotune import using_session
+    """Run the picker pass(es) with ``sess`` in the module's config; returns whether it
+    changed."""
     opts = DebugOptions(xla_gpu_autotune_level=sess.config.level, **flags)
-    with using_options(opts), using_session(sess):
-        runner = PipelineRunner(opts, verify_no_change=True)
-        return runner.run(Pipeline("p", passes.split(",")), module)
+    module.config = module.config.replace(debug_options=opts, autotune=sess)
+    runner = PipelineRunner(opts, verify_no_change=True)
+    return runner.run(pipeline("p", passes), module)
 
 
 def interpreter_outputs(module, seed=0):

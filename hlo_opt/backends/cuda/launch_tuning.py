@@ -10,43 +10,14 @@ hlo-opt field: XLA has no launch knob for non-Triton fusions) and read back by
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 
 from .emitters import LaunchConfig
+from .launch_config import config_name
 
 LOOP_BLOCKS = (128, 256, 512)
 ROW_THREADS = (32, 256)
 TUNABLE = ("launch", "copy")
-
-
-def config_name(cfg: LaunchConfig) -> str:
-    return "launch:" + ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in fields(cfg))
-
-
-def config_from_name(name: str) -> LaunchConfig:
-    body = name.removeprefix("launch:")
-    kw = {k: int(v) for k, v in (item.split("=") for item in body.split(",") if item)}
-    return LaunchConfig(**kw)
-
-
-def launch_config_of(inst) -> LaunchConfig | None:
-    """The configuration the autotuner wrote into a fusion's backend config, if any."""
-    raw = inst.attrs.get("backend_config", "") if inst is not None else ""
-    if "launch_config" not in raw:
-        return None
-    try:
-        cfg = json.loads(raw).get("launch_config")
-    except ValueError:
-        return None
-    if not isinstance(cfg, dict):
-        return None
-    known = {f.name for f in fields(LaunchConfig)}
-    return LaunchConfig(**{k: int(v) for k, v in cfg.items() if k in known})
-
-
-def launch_config_json(cfg: LaunchConfig) -> dict:
-    return {k: str(v) for k, v in asdict(cfg).items()}
 
 
 def standalone_module(fusion):

@@ -103,7 +103,7 @@ def full_source(prog: Program) -> str:
 def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):
     out = []
     if isinstance(st, Kernel):
-        from .launch_tuning import launch_config_of
+        from .launch_config import launch_config_of
         try:
             ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
         except (UnsupportedError, KeyError) as e:
