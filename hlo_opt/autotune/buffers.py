@@ -79,6 +79,7 @@ class RedzoneBuffers:
     output_shapes: list
     inputs: list[Buffer] = field(default_factory=list)
     outputs: list[Buffer] = field(default_factory=list)
+    compared: list[int] | None = None   # outputs checked against the reference (None: all)
 
     @classmethod
     def for_shapes(cls, memory: Memory, input_shapes, output_shapes, config,
@@ -97,9 +98,16 @@ class RedzoneBuffers:
         return self
 
     @classmethod
-    def for_instruction(cls, memory: Memory, inst, config) -> "RedzoneBuffers":
-        return cls.for_shapes(memory, [o.shape for o in inst.operands],
+    def for_instruction(cls, memory: Memory, inst, config,
+                        kind: str | None = None) -> "RedzoneBuffers":
+        from .kinds import compared_outputs
+        self = cls.for_shapes(memory, [o.shape for o in inst.operands],
                               array_shapes(inst.shape), config)
+        self.compared = compared_outputs(inst, kind)
+        return self
+
+    def compared_outputs(self) -> list[int]:
+        return list(range(len(self.outputs))) if self.compared is None else self.compared
 
     def reinit_outputs(self) -> None:
         """Level 3: the outputs get the same random contents before every candidate."""

@@ -133,7 +133,8 @@ class AutotuneSession:
     def _measure(self, inst) -> TuningRecord:
         provider = self.provider
         candidates = provider.candidates(inst)
-        buffers = RedzoneBuffers.for_instruction(provider.memory, inst, self.config)
+        buffers = RedzoneBuffers.for_instruction(provider.memory, inst, self.config,
+                                                 provider.kind_of(inst))
         t0 = time.perf_counter()
 
         def on_candidate(_cand):

@@ -104,14 +104,14 @@ def tune_candidates(candidates: list[Candidate], buffers: RedzoneBuffers,
                     f"Detected out-of-bounds write of {cand.name} ({cand.key}) for {instr}: "
                     f"{msg} (--xla_gpu_crash_on_verification_failures)")
             continue
-        outputs = [buffers.read_output(i) for i in range(len(buffers.outputs))]
+        compared = buffers.compared_outputs()
+        outputs = [buffers.read_output(i) for i in compared]
         if reference is None:
             reference = (cand.key, cand.name, outputs)
             record.results.append(result)
             continue
-        bad = [(i, n) for i, (s, out, ref) in
-               enumerate(zip(buffers.output_shapes, outputs, reference[2]))
-               if (n := mismatches(s, out, ref, config.rtol))]
+        bad = [(i, n) for i, out, ref in zip(compared, outputs, reference[2])
+               if (n := mismatches(buffers.output_shapes[i], out, ref, config.rtol))]
         if bad:
             i, n = bad[0]
             kind = (FailureKind.DISQUALIFIED if config.should_skip_wrong_results

@@ -234,3 +234,15 @@ def test_progress_callback_counts_instructions_and_candidates():
     done = [(e.done, e.total) for e in events]
     assert done[-1] == (2, 2) and (1, 2) in done
     assert max(e.candidates for e in events) == 8       # 4 candidates x 2 gemms
+
+
+def test_gemm_workspace_is_not_compared():
+    """A gemm's workspace holds whatever the algorithm left there (XLA compares only the
+    result): a candidate scribbling in it is not WRONG_RESULT."""
+    def scribble(inst, outputs):
+        outputs[-1].write(np.full(outputs[-1].nbytes, 0x7F, np.uint8))
+    m = gemm_module()
+    sess = session(PlantedProvider([("scribbler", scribble, 1.0)]), level=5)
+    pick(m, sess)
+    assert all(r.failure is None for r in sess.records[-1].results)
+    assert selected(m) == ["100", "100"]
