@@ -16,6 +16,8 @@ def _key_to_msg(key: CandidateKey) -> dict:
     d = dict(key.fields)
     if key.kind == "algorithm" and "workspace_size" in d:
         d["workspace_size"] = {"value": int(d["workspace_size"])}
+    if key.kind == "algorithm" and "tuning_knobs" in d:
+        d["tuning_knobs"] = [{"key": k, "value": v} for k, v in d["tuning_knobs"]]
     return d
 
 
@@ -23,6 +25,9 @@ def _key_from_msg(kind: str, msg: dict) -> CandidateKey:
     d = dict(msg)
     if kind == "algorithm" and "workspace_size" in d:
         d["workspace_size"] = d["workspace_size"].get("value", 0)
+    if kind == "algorithm" and "tuning_knobs" in d:   # a map: (key, value) pairs, sorted
+        d["tuning_knobs"] = tuple(sorted((e.get("key", 0), e.get("value", 0))
+                                         for e in d["tuning_knobs"]))
     if kind == "gemm":
         d.setdefault("algorithm", 0)
     if kind == "algorithm":

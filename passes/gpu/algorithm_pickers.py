@@ -122,7 +122,8 @@ class GpuConvAlgorithmPicker(_AlgorithmPicker):
         conv = config.setdefault("cudnn_conv_backend_config", {})
         algo = {"algo_id": str(result.key.get("algo_id", 0)),
                 "math_type": result.key.get("math_type", "DEFAULT_MATH"),
-                "tuning_knobs": {}, "is_cudnn_frontend": bool(result.key.get("is_cudnn_frontend",
+                "tuning_knobs": {str(k): str(v) for k, v in result.key.get("tuning_knobs", ())},
+                "is_cudnn_frontend": bool(result.key.get("is_cudnn_frontend",
                                                                                False)),
                 "workspace_size": str(result.scratch_bytes)}
         if conv.get("algorithm") == algo and self._scratch(inst) == result.scratch_bytes:

@@ -192,3 +192,29 @@ def test_autotune_logs_record_every_candidate(tmp_path):
     kinds = [r.get("failure", {}).get("kind") for r in logs[0]["results"]]
     assert kinds == [None, None, None, "REDZONE_MODIFIED"]
     assert logs[0]["selected_backend"] == "gemm(algorithm=0)"
+
+
+def test_reads_xla_cudnn_results_with_tuning_knobs():
+    text = b'''version: 3
+results {
+  device: "CUDA: 9.0, Cores: 132"
+  hlo: "x"
+  result {
+    run_time { nanos: 31744 }
+    algorithm {
+      algo_id: 28
+      math_type: TENSOR_OP_MATH
+      tuning_knobs { key: 3 value: 1 }
+      tuning_knobs { key: 2 value: 0 }
+      is_cudnn_frontend: true
+      workspace_size { value: 4096 }
+    }
+  }
+}
+'''
+    (entry,) = decode_results(text, True, "xla.textproto")
+    key = entry[2].key
+    assert key.get("algo_id") == 28 and key.get("tuning_knobs") == ((2, 0), (3, 1))
+    assert key.get("workspace_size") == 4096 and hash(key)
+    again = decode_results(encode_results([entry], False), False, "x")
+    assert again == [entry]
