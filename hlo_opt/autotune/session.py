@@ -145,7 +145,8 @@ class AutotuneSession:
                                                inst.name))
         try:
             record = tune_candidates(candidates, buffers, self.config, provider.measure,
-                                     inst.to_text(print_metadata=False), on_candidate)
+                                     f"%{inst.name} ({inst.custom_call_target or inst.opcode})",
+                                     on_candidate)
         finally:
             self.stats.seconds += time.perf_counter() - t0
         record.name = inst.name

@@ -44,14 +44,14 @@ def pick_best_result(results: list[AutotuneResult], instr: str,
                      deterministic: bool = False) -> AutotuneResult:
     if not results:
         raise NoUsableCandidate(
-            f"There are no algorithm candidates for computing: \n  {instr}\nThis likely "
-            "means that the instruction shape is not supported by the target GPU library.")
+            f"There are no algorithm candidates for computing {instr}: this likely means "
+            "that the instruction shape is not supported by the target GPU library.")
     kept = _keep_non_failures(results)
     if not kept:
-        lines = "".join(f"\n  {r.key}: {r.failure.kind.name} {r.failure.msg}".rstrip()
-                        for r in results)
+        errors = "; ".join(f"{r.key}: {r.failure.kind.name} {r.failure.msg}".rstrip()
+                           for r in results)
         raise NoUsableCandidate(f"All algorithms tried for {instr} failed. Falling back to "
-                            f"default algorithm.  Per-algorithm errors:{lines}")
+                                f"default algorithm. Per-algorithm errors: {errors}")
     if deterministic:
         return kept[0]
     ordered = sorted(kept, key=lambda r: r.run_time_s)

@@ -106,14 +106,14 @@ class GpuConvAlgorithmPicker(_AlgorithmPicker):
 
     def on_all_failed(self, module, session, inst, error) -> None:
         strict = module.config.debug_options.xla_gpu_strict_conv_algorithm_picker
-        msg = f"Failed to determine best cudnn convolution algorithm for:\n{inst.to_text()}" \
-              f"\n\nOriginal error: {error}"
+        msg = f"Failed to determine best cudnn convolution algorithm for %{inst.name}. " \
+              f"Original error: {error}"
         if strict:
             raise AutotuneError(
-                f"{msg}\n\nTo ignore this failure and try to use a fallback algorithm (which "
+                f"{msg}. To ignore this failure and try to use a fallback algorithm (which "
                 "may have suboptimal performance), use "
                 "XLA_FLAGS=--xla_gpu_strict_conv_algorithm_picker=false.")
-        session.warn(msg + "\n\nAs a result, convolution performance may be suboptimal.")
+        session.warn(msg + ". As a result, convolution performance may be suboptimal.")
 
     def apply(self, inst, result) -> bool:
         if result is None or result.key is None or result.key.kind != "algorithm":
