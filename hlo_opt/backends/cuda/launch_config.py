@@ -26,5 +26,14 @@ def launch_config_of(inst) -> LaunchConfig | None:
         return None
     if not isinstance(cfg, dict):
         return None
+    defaults = LaunchConfig()
     known = {f.name for f in fields(LaunchConfig)}
-    return LaunchConfig(**{k: int(v) for k, v in cfg.items() if k in known})
+    return LaunchConfig(**{k: _value(getattr(defaults, k), v) for k, v in cfg.items()
+                           if k in known})
+
+
+def _value(default, text):
+    """``text`` as the type of the field's default (bools: true/false/1/0)."""
+    if isinstance(default, bool):
+        return str(text).strip().lower() in ("1", "true")
+    return type(default)(text)

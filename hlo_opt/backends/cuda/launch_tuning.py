@@ -3,20 +3,23 @@
 A fusion is cut out into a module of its own (parameters -> the fusion), and the kernel
 plan is built once per :class:`~.emitters.LaunchConfig` that changes the generated code
 or the launch: threads per block (loop and in-place kernels), the grid cap, threads per
-row for row reductions.  Variants that produce identical kernels are merged.  The chosen
+row for row reductions, elements per thread (vector width) of loop kernels, shared-memory
+tiles for transposes (where the emitter has those knobs).  Variants that produce identical
+kernels are merged.  The chosen
 configuration is written into the fusion's ``backend_config`` as ``launch_config`` (an
 hlo-opt field: XLA has no launch knob for non-Triton fusions) and read back by
 :func:`launch_config_of` when the program is built.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .emitters import LaunchConfig
 from .launch_config import config_name
 
 LOOP_BLOCKS = (128, 256, 512)
 ROW_THREADS = (32, 256)
+VECTOR_WIDTHS = (1, 2)       # the default is 4
 TUNABLE = ("launch", "copy")
 
 
@@ -62,14 +65,19 @@ def variants(fusion, device) -> list[Variant]:
     if any(t.kind not in TUNABLE for t in base.entry.thunks) or not base.kernels:
         return []
     kinds = {k.kind for k in base.kernels}
-    configs = [LaunchConfig()]
-    if kinds & {"loop", "in_place_dynamic_update_slice"}:
-        configs += [LaunchConfig(block=b) for b in LOOP_BLOCKS]
+    default = LaunchConfig()
+    configs = [default]
+    if kinds & {"loop", "in_place_dynamic_update_slice", "transpose"}:
+        configs += [replace(default, block=b) for b in LOOP_BLOCKS]
+    if "loop" in kinds and hasattr(default, "unroll"):        # vector width
+        configs += [replace(default, unroll=u) for u in VECTOR_WIDTHS]
     if "row_reduction" in kinds:
-        configs += [LaunchConfig(row_threads=t) for t in ROW_THREADS]
+        configs += [replace(default, row_threads=t) for t in ROW_THREADS]
+    if hasattr(default, "tile_transposes") and kinds & {"loop", "transpose"}:
+        configs.append(replace(default, tile_transposes=not default.tile_transposes))
     out, seen = [], set()
     for cfg in configs:
-        prog = base if cfg == LaunchConfig() else build_program(module, device, cfg)
+        prog = base if cfg == default else build_program(module, device, cfg)
         sig = tuple((k.code, tuple(k.grid), tuple(k.block)) for k in prog.kernels)
         if sig in seen:
             continue
