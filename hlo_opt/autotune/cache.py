@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import os
+import tempfile
 import threading
 from dataclasses import dataclass
 
@@ -55,7 +55,6 @@ class ResultCache:
         self._lock = threading.Lock()
         self._entries: dict[AutotuneCacheKey, AutotuneResult] = {}
         self._loaded: set[str] = set()
-        self._unique = itertools.count(1)
         self.stats = CacheStats()
 
     # -- in memory --
@@ -118,9 +117,11 @@ class ResultCache:
         tmp_dir = os.path.join(cache_dir, "tmp")
         try:
             os.makedirs(tmp_dir, exist_ok=True)
-            tmp = os.path.join(tmp_dir, f"tmp_per_fusion_cache_{os.getpid()}_"
-                                        f"{next(self._unique)}.textproto")
-            with open(tmp, "w", encoding="utf-8") as f:
+            # a name no other writer (thread or process) can pick: XLA's per-process
+            # counter alone would let two processes clobber each other's temp files
+            fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix="tmp_per_fusion_cache_",
+                                       suffix=".textproto")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(result_to_text(result))
             os.replace(tmp, path)
         except OSError as e:

@@ -218,3 +218,35 @@ results {
     assert key.get("workspace_size") == 4096 and hash(key)
     again = decode_results(encode_results([entry], False), False, "x")
     assert again == [entry]
+
+
+def test_concurrent_writers_never_leave_a_partial_entry(tmp_path):
+    """Several processes (here: caches in threads) writing the same key: every read sees
+    one whole result (write to DIR/tmp, then rename)."""
+    import threading
+    from hlo_opt.autotune.cache import AutotuneCacheKey
+    from hlo_opt.autotune.serialize import result_from_text
+    key = AutotuneCacheKey("dev", "hlo")
+    results = [AutotuneResult(CandidateKey.gemm(i), run_time_s=i / 1000,
+                              failure=Failure(FailureKind.WRONG_RESULT, "x" * 5000))
+               for i in range(8)]
+    seen = []
+
+    def writer(r):
+        for _ in range(20):
+            ResultCache().add(key, r, str(tmp_path), "")
+
+    def reader():
+        path = tmp_path / key.file_name()
+        for _ in range(200):
+            if path.exists():
+                seen.append(result_from_text(path.read_text(), str(path)))
+    threads = [threading.Thread(target=writer, args=(r,)) for r in results]
+    threads.append(threading.Thread(target=reader))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(s in results for s in seen)
+    assert os.listdir(tmp_path / "tmp") == []
+    assert result_from_text((tmp_path / key.file_name()).read_text(), "f") in results
