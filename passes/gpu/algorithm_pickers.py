@@ -36,7 +36,7 @@ DEFAULT_ALGORITHM = -1   # se::blas::kDefaultAlgorithm
 
 def _targets(module, session, kind: str) -> list:
     return [inst for comp in nonfusion_computations(module) for inst in comp.instructions
-            if session.kind_of(inst) == kind]
+            if inst.opcode == "custom-call" and session.kind_of(inst) == kind]
 
 
 class _AlgorithmPicker:
