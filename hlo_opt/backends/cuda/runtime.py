@@ -224,7 +224,7 @@ class Runner:
     def _while(self, t, frame):
         st = t.step
         inst = st.instruction
-        from ..interpreter.control import called_by
+        from ..interpreter.ops_control import called_by
         cond_c, body_c = called_by(inst, "condition"), called_by(inst, "body")
         progs = {cp.plan.computation: cp for cp in t.callees}
         cond, body = progs[cond_c], progs[body_c]
@@ -257,7 +257,7 @@ class Runner:
     def _conditional(self, t, frame):
         st = t.step
         inst = st.instruction
-        from ..interpreter.control import called_by
+        from ..interpreter.ops_control import called_by
         (sel,) = self._read_values(st.input_slices[:1], [inst.operands[0].shape], frame)
         ops = self._split_operands(inst, st.input_slices, 1)
         if inst.operands[0].shape.element_type == "pred":
