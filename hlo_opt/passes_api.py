@@ -84,6 +84,10 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     options = options if options is not None else DebugOptions()
     module.config = module.config.replace(debug_options=options,  # what the passes read
                                           autotune=autotune)
+    if getattr(options, "xla_gpu_target_config_filename", ""):  # XLA's deviceless target
+        from .backends.cuda.target import read_specs
+        module.config = module.config.replace(
+            device=read_specs(options.xla_gpu_target_config_filename))
     pipe = build_pipeline(passes, pipeline, module.config)
     if dump_directory is None:
         dump_directory = DumpDirectory(DumpConfig.from_options(options))

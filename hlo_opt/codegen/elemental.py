@@ -305,9 +305,8 @@ def _reduce(em, inst, idx, leaf):
     for d in range(shape.rank):
         full.append(lvars[d] if d in rdims else next(it))
     for d in phys:
-        if d in rdims:
-            if lvars[d].op == "var":  # a reduced dim of size 1 is the constant 0
-                loop.append((lvars[d].attr[0], shape.dims[d]))
+        if d in rdims and lvars[d].op == "var":
+            loop.append((lvars[d].attr[0], shape.dims[d]))
     full = tuple(full)
     dtypes = [op.shape.element_type for op in ins]
     combiner, accs, xs = _reducer_exprs(em, inst.to_apply, n, dtypes)

@@ -82,7 +82,8 @@ def choose_kind(inst):
         if op == "scatter":
             return "scatter", "scatter updates its operand in place", [inst]
     roots = roots_of(inst)
-    heroes = [find_hero(r) for r in roots]
+    # an unfused instruction is its own hero (its operands are other kernels' outputs)
+    heroes = [find_hero(r) for r in roots] if op == "fusion" else [inst]
     reduces = [h for h in heroes if h.opcode == "reduce"]
     for h in heroes:
         if h.opcode in LIBRARY_OPCODES:

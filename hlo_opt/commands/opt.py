@@ -40,8 +40,11 @@ def _progress_bar(enabled: bool):
 @click.option("--list-passes", is_flag=True, help="Print the registered passes and exit.")
 @click.option("--passes", default=None, help="Comma-separated passes to run once each, in order.")
 @click.option("--pipeline", default=None, help="A named pipeline to run (see `hlo-opt pipelines`).")
-@click.option("--platform", default="transforms", help="Accepted for XLA compatibility.")
-@click.option("--stage", default="hlo", help="Output stage (only 'hlo').")
+@click.option("--platform", default="transforms",
+              help="transforms (HLO passes only) or a backend platform (cpu); "
+                   "runs that platform's pipeline unless --passes/--pipeline is given.")
+@click.option("--stage", default="hlo", help="What to print (see --list-stages).")
+@click.option("--list-stages", is_flag=True, help="Print the stages of --platform and exit.")
 @click.option("--debug_options_file", default=None,
               help="A DebugOptions textproto (e.g. a dump's .debug_options); "
                    "XLA_FLAGS and --xla_* flags override it.")
@@ -55,7 +58,7 @@ def _progress_bar(enabled: bool):
                    "cuda, cuda-sim.  Default: cuda with --platform=gpu, else none.")
 @click.pass_context
 def command(ctx, input, output, split_input_file, list_passes, passes, pipeline, platform,
-            stage, debug_options_file, verify_no_change, stats_path, summary,
+            stage, list_stages, debug_options_file, verify_no_change, stats_path, summary,
             autotune_provider):
     """Optimize INPUT (a path or '-') and print the module; --xla_* flags accepted."""
     # click hands unknown options (the --xla_* flags) over as positional arguments, so
@@ -73,12 +76,19 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     if list_passes:
         click.echo(",".join(passes_api.pass_names()))
         return
+    from .. import platforms
+    plat = platforms.get(platform)
+    if list_stages:
+        for s in plat.stages.values():
+            click.echo(f"{s.name}\t{s.description}")
+        return
+    stage_fn = plat.stage(stage).fn
     if input is None:
         raise click.UsageError("missing INPUT (a path or '-')")
-    if stage != "hlo":
-        raise click.UsageError(f"unsupported --stage={stage} (supported: hlo)")
     if passes is not None and pipeline is not None:
         raise click.UsageError("--passes and --pipeline cannot be used together")
+    if passes is None and pipeline is None and plat.default_pipeline:
+        pipeline = plat.default_pipeline
     text, filename = read_input(input)
     modules = load_modules_from_text(text, filename, split_input_file)
     outputs = []
@@ -88,7 +98,7 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
         from ._autotune import autotune_progress, session_for
         directory = DumpDirectory(DumpConfig.from_options(options))
         with _progress_bar(sys.stderr.isatty()) as progress:
-            session = session_for(options, platform, autotune_provider,
+            session = session_for(options, plat.name, autotune_provider,
                                   autotune_progress(progress))
             for module_id, module in enumerate(modules):
                 passes_api.optimize(module, options, passes=passes, pipeline=pipeline,
@@ -100,7 +110,7 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
             for warning in session.stats.warnings:
                 click.secho(f"warning: {warning}", fg="yellow", err=True)
     for module in modules:
-        outputs.append(module.to_text())
+        outputs.append(stage_fn(module, options))
     if stats_path:
         passes_api.write_stats_json(stats_path, collected)
     if summary and collected:

@@ -28,6 +28,16 @@ class CudaDeviceAdapter:
     def launch(self, k, addrs) -> None:
         self.d.launch_function(self.mod.function(k.name), k.grid, k.block, addrs)
 
+    def cublaslt(self):
+        """cuBLASLt on this device, or None when nvmath-python (or cuBLAS) is missing."""
+        if self.libraries is None:
+            try:
+                from .cublaslt import CublasLt
+                self.libraries = CublasLt(self.d)
+            except Exception:  # noqa: BLE001 - the gemm then runs on the host
+                self.libraries = False
+        return self.libraries or None
+
     def library_call(self, runner, thunk, frame) -> None:
         from .libraries import run_library_call
         run_library_call(self, runner, thunk, frame)
@@ -40,7 +50,7 @@ class CudaDeviceAdapter:
 class CudaExecutable:
     name = "cuda"
 
-    def __init__(self, module, config=None):
+    def __init__(self, module, debug_options=None, cache: bool = True, config=None):
         from .compiler import compile_cuda
         from .driver import probe
         from .program import build_program, full_source
@@ -50,7 +60,11 @@ class CudaExecutable:
         self.device_info = dev.device_info()
         self.program = build_program(module, self.device_info, config)
         self.source = full_source(self.program)
-        self.compiled = compile_cuda(self.source, dev.arch, name=f"{module.name}.cu")
+        self.compiled = compile_cuda(self.source, dev.arch, name=f"{module.name}.cu",
+                                     use_cache=cache)
+        self.cache_hit = self.compiled.cached
+        if debug_options is not None and getattr(debug_options, "xla_dump_to", ""):
+            dump(module, debug_options, self.program, self.compiled)
         self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin))
         self._runners: dict = {}
 
@@ -70,6 +84,24 @@ class CudaExecutable:
         for _ in range(iterations):
             r.run(args)
         return r.profile_rows()
+
+
+def dump(module, options, program, compiled=None) -> None:
+    """XLA:GPU's dump files under ``--xla_dump_to``: ``module_NNNN.NAME.ptx``, our
+    ``module_NNNN.NAME.cu`` and ``...gpu_after_optimizations-buffer-assignment.txt``."""
+    from ...dump.naming import filename_for
+    from ...dump.writer import DumpConfig, DumpDirectory
+    config = DumpConfig.from_options(options)
+    if not config.should_dump_module(module.name):
+        return
+    directory = DumpDirectory(config)
+    files = [("cu", program.source),
+             ("gpu_after_optimizations-buffer-assignment.txt",
+              program.mplan.assignment.to_text() + "\n")]
+    if compiled is not None:
+        files.insert(0, ("ptx", compiled.ptx))
+    for suffix, text in files:
+        directory.write_text(filename_for(0, module.name, "", suffix), text, stdout_ok=False)
 
 
 def compile(module, **options):  # noqa: A001 - the backends' verb

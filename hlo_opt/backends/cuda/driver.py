@@ -67,7 +67,9 @@ def probe() -> "Device":
         _PROBE["error"] = str(e)
         raise
     except Exception as e:  # DynamicLibNotFoundError: no libcuda.so
-        _PROBE["error"] = f"{NO_DEVICE} ({type(e).__name__}: {str(e)[:120]})"
+        why = ("libcuda.so not found: no NVIDIA driver installed"
+               if "DynamicLib" in type(e).__name__ else f"{type(e).__name__}: {str(e)[:120]}")
+        _PROBE["error"] = f"{NO_DEVICE} ({why})"
         raise CudaDriverError(_PROBE["error"]) from None
     _PROBE["device"] = dev
     return dev
@@ -113,14 +115,16 @@ class Device:
         self.drv.cuMemFree(addr)
 
     def upload(self, addr: int, data) -> None:
-        buf = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
-            else data
-        _ck(self.drv.cuMemcpyHtoDAsync(addr, buf, buf.nbytes, self.stream), "cuMemcpyHtoD")
+        buf = np.ascontiguousarray(np.frombuffer(data, dtype=np.uint8)
+                                   if isinstance(data, (bytes, bytearray, memoryview)) else data)
+        _ck(self.drv.cuMemcpyHtoDAsync(addr, buf.ctypes.data, buf.nbytes, self.stream),
+            "cuMemcpyHtoD")
         self.sync()  # the host buffer may go away
 
     def download(self, addr: int, nbytes: int) -> bytes:
         out = np.empty(max(nbytes, 1), dtype=np.uint8)
-        _ck(self.drv.cuMemcpyDtoHAsync(out, addr, nbytes, self.stream), "cuMemcpyDtoH")
+        _ck(self.drv.cuMemcpyDtoHAsync(out.ctypes.data, addr, nbytes, self.stream),
+            "cuMemcpyDtoH")
         self.sync()
         return out[:nbytes].tobytes()
 
@@ -135,14 +139,17 @@ class Device:
 
     # ---- modules and launches -------------------------------------------------------------
     def load_module(self, cubin: bytes) -> "LoadedModule":
-        mod = _ck(self.drv.cuModuleLoadData(np.frombuffer(cubin, dtype=np.uint8)),
-                  "cuModuleLoadData")
+        image = np.frombuffer(cubin, dtype=np.uint8).copy()
+        mod = _ck(self.drv.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
         return LoadedModule(self, mod)
 
-    def launch_function(self, fn, grid, block, addrs, shmem: int = 0) -> None:
+    def launch_function(self, fn, grid, block, addrs, shmem: int = 0, types=None) -> None:
+        """Launch ``fn``; arguments are device pointers unless ``types`` (ctypes types,
+        one per argument) says otherwise."""
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
-        params = (tuple(int(a) for a in addrs), tuple(ctypes.c_void_p for _ in addrs))
+        params = (tuple(int(a) for a in addrs),
+                  tuple(types) if types else tuple(ctypes.c_void_p for _ in addrs))
         _ck(self.drv.cuLaunchKernel(fn, *g, *b, shmem, self.stream, params, 0),
             "cuLaunchKernel")
 

@@ -209,4 +209,47 @@ HD int8_t hlo_shfl_xor(int8_t v, int o) { return (int8_t)__shfl_xor_sync(0xfffff
 HD uint8_t hlo_shfl_xor(uint8_t v, int o) { return (uint8_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
 HD int16_t hlo_shfl_xor(int16_t v, int o) { return (int16_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
 HD uint16_t hlo_shfl_xor(uint16_t v, int o) { return (uint16_t)__shfl_xor_sync(0xffffffffu, (int)v, o); }
+// float max/min as compare-and-swap loops (scatter combiners; NaN propagates as in HLO)
+HD void hlo_atomic_fmax(float* p, float v) {
+  unsigned* a = (unsigned*)p;
+  unsigned old = *a, assumed;
+  do {
+    assumed = old;
+    unsigned nv = __float_as_uint(hlo_fmax<float>(__uint_as_float(assumed), v));
+    if (nv == assumed) break;
+    old = atomicCAS(a, assumed, nv);
+  } while (old != assumed);
+}
+HD void hlo_atomic_fmin(float* p, float v) {
+  unsigned* a = (unsigned*)p;
+  unsigned old = *a, assumed;
+  do {
+    assumed = old;
+    unsigned nv = __float_as_uint(hlo_fmin<float>(__uint_as_float(assumed), v));
+    if (nv == assumed) break;
+    old = atomicCAS(a, assumed, nv);
+  } while (old != assumed);
+}
+HD void hlo_atomic_fmax(double* p, double v) {
+  unsigned long long* a = (unsigned long long*)p;
+  unsigned long long old = *a, assumed;
+  do {
+    assumed = old;
+    unsigned long long nv = (unsigned long long)__double_as_longlong(
+        hlo_fmax<double>(__longlong_as_double((long long)assumed), v));
+    if (nv == assumed) break;
+    old = atomicCAS(a, assumed, nv);
+  } while (old != assumed);
+}
+HD void hlo_atomic_fmin(double* p, double v) {
+  unsigned long long* a = (unsigned long long*)p;
+  unsigned long long old = *a, assumed;
+  do {
+    assumed = old;
+    unsigned long long nv = (unsigned long long)__double_as_longlong(
+        hlo_fmin<double>(__longlong_as_double((long long)assumed), v));
+    if (nv == assumed) break;
+    old = atomicCAS(a, assumed, nv);
+  } while (old != assumed);
+}
 #endif  // HLO_PRELUDE

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...codegen import Control, Copy, Kernel, LibraryCall, make_plan
+from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall, make_plan
 from ...errors import UnsupportedError
 from .emitters import LaunchConfig, emit_kernel
 from .libraries import gemm_spec
+from .scatter import emit_scatter
 from .renderer import STORAGE
 
 PRELUDE_NAME = "prelude.cuh"
@@ -76,9 +77,11 @@ def prelude() -> str:
 
 
 def build_program(module, device, config: LaunchConfig | None = None,
-                  use_libraries: bool = True) -> Program:
+                  use_libraries: bool = True, names: set | None = None) -> Program:
+    """``names``: kernel names already taken (programs compiled together, as the tests
+    do for every corpus module at once, share one set)."""
     mplan = make_plan(module)
-    names: set = set()
+    names = set() if names is None else names
     kernels: list = []
     fallbacks: list = []
     progs: dict = {}
@@ -100,13 +103,18 @@ def full_source(prog: Program) -> str:
     return prog.source.replace(f'#include "{PRELUDE_NAME}"', prelude(), 1)
 
 
+def combined_source(programs) -> str:
+    """One translation unit for several programs built with a shared ``names`` set."""
+    return prelude() + "\n" + "\n".join(k.code for p in programs for k in p.kernels)
+
+
 def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):
     out = []
     if isinstance(st, Kernel):
         from .launch_config import launch_config_of
         try:
             ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
-        except (UnsupportedError, KeyError) as e:
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
             # an element type or op the renderer lacks (c64, f4 ...): the step runs on the
             # host, and the program says so (Program.host_fallbacks)
             fallbacks.append((st.name, str(e)))
@@ -129,6 +137,22 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
         return [Thunk("copy", st.name, st, args=[o, i], nbytes=o.size)
                 for o, i in zip(st.output_slices, st.input_slices)]
     if isinstance(st, LibraryCall):
+        try:
+            sc = emit_scatter(st, names, device)
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+            fallbacks.append((st.name, str(e)))
+            sc = None
+        if sc is not None:
+            k, base = sc
+            kernels.append(k)
+            out = []
+            if st.input_slices[base] != st.output_slices[0]:
+                out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
+                                                            st.input_slices[base]],
+                                 nbytes=st.output_slices[0].size))
+            args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
+                    for _, role, slot in k.params]
+            return out + [Thunk("launch", st.name, st, kernel=k, args=args)]
         spec = gemm_spec(st.instruction) if use_libraries else None
         if spec is not None:
             return [Thunk("library", st.name, st, spec=spec)]

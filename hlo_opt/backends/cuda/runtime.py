@@ -38,6 +38,10 @@ def from_physical(data: bytes, shape):
     return a.reshape(dims)
 
 
+CONTROL = ("while", "conditional", "call")  # timed through the thunks they run
+PROFILE_KIND = {"launch": "kernel", "host": "host call", "library": "library"}
+
+
 class Frame:
     """Addresses of one computation's parameters (param n, leaf j -> address)."""
 
@@ -134,12 +138,12 @@ class Runner:
     # ---- thunks ---------------------------------------------------------------------------
     def run_computation(self, cp, frame: Frame) -> None:
         for t in cp.thunks:
-            if self.profile:
+            if self.profile and t.kind not in CONTROL:
                 tm = self.dev.timer()
                 tm.start()
                 self._run_thunk(t, frame)
                 secs = tm.stop()
-                rec = self.times.setdefault((t.name, t.kind), [0.0, 0])
+                rec = self.times.setdefault((t.name, PROFILE_KIND.get(t.kind, t.kind)), [0.0, 0])
                 rec[0] += secs
                 rec[1] += 1
             else:

@@ -30,6 +30,8 @@ def parse_text_proto(text: str, filename: str = "<gpu_specs>") -> dict:
             break
         m = _TOKEN.match(text, pos)
         if not m:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
             line = text.count("\n", 0, pos) + 1
             col = pos - (text.rfind("\n", 0, pos) + 1) + 1
             src = text.splitlines()[line - 1] if text.splitlines() else ""
@@ -110,7 +112,10 @@ def read_specs(path: str) -> DeviceInfo:
 
 
 def specs_path(module, options=None) -> str:
-    opts = options if options is not None else getattr(module, "debug_options", None)
+    opts = options
+    if opts is None:
+        config = getattr(module, "config", None)
+        opts = getattr(config, "debug_options", None)
     return getattr(opts, "xla_gpu_target_config_filename", "") or ""
 
 

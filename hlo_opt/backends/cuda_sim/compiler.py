@@ -83,30 +83,43 @@ def _precompiled_header(cxx: str, flags: list) -> str:
 
 def compile_sim(cuda_source: str, kernels, debug: bool = True) -> "SimLibrary":
     """Compile for the CPU; ``debug`` turns on bounds checks of every buffer access."""
+    return compile_sim_many([(cuda_source, kernels)], debug)[0]
+
+
+def compile_sim_many(units, debug: bool = True) -> list:
+    """Several translation units ``(cuda_source, kernels)``, compiled concurrently (one
+    host-compiler process each), cached by content."""
     cxx = host_compiler()
     flags = list(CXXFLAGS) + (["-DEMU_DEBUG"] if debug else [])
     pch = _precompiled_header(cxx, flags)
-    tu = '#include "hlo_sim.h"\n' + cuda_source + "\n" + launcher_source(kernels)
     flags = flags + ["-I", pch]
-    key = hashlib.sha256("\1".join([tu, cxx, *flags]).encode()).hexdigest()[:40]
-    d = sim_cache_dir()
-    so = os.path.join(d, key[:2], key + ".so")
-    if not os.path.exists(so):
-        os.makedirs(os.path.dirname(so), exist_ok=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "module.cc")
+    jobs, libs = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (cuda_source, kernels) in enumerate(units):
+            tu = '#include "hlo_sim.h"\n' + cuda_source + "\n" + launcher_source(kernels)
+            key = hashlib.sha256("\1".join([tu, cxx, *flags]).encode()).hexdigest()[:40]
+            so = os.path.join(sim_cache_dir(), key[:2], key + ".so")
+            libs.append((so, [k[0] for k in kernels]))
+            if os.path.exists(so):
+                continue
+            os.makedirs(os.path.dirname(so), exist_ok=True)
+            src = os.path.join(tmp, f"module{i}.cc")
             with open(src, "w", encoding="utf-8") as f:
                 f.write(tu)
-            out = os.path.join(tmp, "module.so")
-            r = subprocess.run([cxx, *flags, src, "-o", out], capture_output=True, text=True)
-            if r.returncode != 0:
+            out = os.path.join(tmp, f"module{i}.so")
+            p = subprocess.Popen([cxx, *flags, src, "-o", out], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            jobs.append((p, out, so))
+        for p, out, so in jobs:
+            _, err = p.communicate()
+            if p.returncode != 0:
                 raise SimCompileError(f"cuda-sim: the host compiler rejected the kernels:\n"
-                                      f"{r.stderr[-4000:]}")
+                                      f"{err[-4000:]}")
             fd, part = tempfile.mkstemp(dir=os.path.dirname(so))
             os.close(fd)
             shutil.copyfile(out, part)
             os.replace(part, so)
-    return SimLibrary(so, [k[0] for k in kernels])
+    return [SimLibrary(so, names) for so, names in libs]
 
 
 class SimKernelError(HloError):

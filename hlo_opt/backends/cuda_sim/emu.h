@@ -421,3 +421,13 @@ inline long long emu_check_index(long long i, long long n, const char* what) {
 }
 
 extern "C" const char* emu_last_error() { return emu::error_text; }
+
+// CUDA's vector types (the loop emitter's 4-element loads and stores)
+#define EMU_VEC(T, N, A) struct alignas(A) N##2 { T x, y; }; struct alignas(A * 2) N##4 { T x, y, z, w; };
+EMU_VEC(unsigned char, uchar, 2)
+EMU_VEC(unsigned short, ushort, 4)
+EMU_VEC(unsigned int, uint, 8)
+EMU_VEC(float, float, 8)
+EMU_VEC(int, int, 8)
+#undef EMU_VEC
+inline float2 make_float2(float a, float b) { return float2{a, b}; }
