@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ...autotune.candidates import device_cache_key
 from ...autotune.redzone import DeviceMemory
-from .launch_tuning import LaunchCandidate, constants_in, merged_kernels, variants
+from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
+                            merged_kernels, variants)
 
 
 class CudaProvider:
@@ -33,7 +34,7 @@ class CudaProvider:
 
     def _fusion_variants(self, inst):
         if inst not in self._variants:
-            self._variants[inst] = variants(inst, self.device_info)
+            self._variants[inst] = variants(inst, self.device_info, DEVICE_VECTOR_WIDTHS)
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:

@@ -18,11 +18,11 @@ class SimProvider:
 
     name = "cuda-sim"
 
-    def __init__(self, device_info=None, measure=None, debug: bool = False):
+    def __init__(self, device_info=None, measure=None, debug: bool = True):
         self.memory = HostMemory()          # kernels get host addresses
         self.device_info = device_info or target_device()
         self.measure = measure or measure_wall
-        self.debug = debug                  # bounds-checked kernels (slower)
+        self.debug = debug                  # bounds-checked kernels: an out-of-bounds read disqualifies
         self._host = HostProvider(self.measure)
         self._variants: dict = {}
         self._keep: list = []
