@@ -99,6 +99,8 @@ class DebugOptions:
     xla_gpu_per_fusion_autotune_cache_dir: str = ""
     xla_gpu_strict_conv_algorithm_picker: bool = True
     xla_gpu_crash_on_verification_failures: bool = False
+    xla_gpu_experimental_autotune_cache_mode: str = "AUTOTUNE_CACHE_MODE_UPDATE"  # an enum
+    xla_gpu_require_complete_aot_autotune_results: bool = False
     xla_gpu_algorithm_denylist_path: str = ""
     xla_gpu_target_config_filename: str = ""
     xla_gpu_cuda_data_dir: str = "./cuda_sdk_lib"
@@ -159,6 +161,10 @@ class DebugOptions:
                 f" and --xla_enable_hlo_passes_only={','.join(self.xla_enable_hlo_passes_only)})")
         for name in _PASS_FILTER_FLAGS:
             parse_pass_filter(getattr(self, name), flag=name)
+        for name, allowed in _ENUMS.items():
+            if getattr(self, name) not in allowed:
+                raise FlagError(f"Invalid value for --{name}: {getattr(self, name)!r} "
+                                f"(expected one of {', '.join(allowed)})")
         for name, (lo, hi) in _RANGES.items():
             v = getattr(self, name)
             if not lo <= v <= hi:
@@ -185,7 +191,7 @@ class DebugOptions:
             elif isinstance(v, dict):
                 lines += [f"{name} {{ key: {_quote(k)} value: {_quote(str(x))} }}" for k, x in v.items()]
             else:
-                lines.append(f"{name}: {_scalar_text(v)}")
+                lines.append(f"{name}: {v if name in _ENUMS else _scalar_text(v)}")
         return "".join(line + "\n" for line in lines)
 
 
@@ -196,6 +202,10 @@ _KIND_OF_TYPE = {bool: "bool", int: "int", float: "float", str: "str", list[str]
 _KINDS = {f.name: _KIND_OF_TYPE[f.type] for f in dataclasses.fields(DebugOptions)}
 _PASS_FILTER_FLAGS = ("xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
 _RANGES = {"xla_gpu_autotune_level": (0, 5)}
+# enum flags: proto enum names (XLA's setter); READ / UPDATE are accepted as short forms
+_ENUMS = {"xla_gpu_experimental_autotune_cache_mode": (
+    "AUTOTUNE_CACHE_MODE_UNSPECIFIED", "AUTOTUNE_CACHE_MODE_UPDATE", "AUTOTUNE_CACHE_MODE_READ",
+    "UPDATE", "READ")}
 _NOT_IN_PROTO = {"xla_fuel"}
 _WS = " \t\r\n"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")

@@ -64,7 +64,7 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
              summary: bool = False, *, module_id: int = 0,
              progress: Callable[[ProgressEvent], None] | None = None,
              on_stats: Callable | None = None, dump_directory=None,
-             verifier="default"):
+             verifier="default", autotune=None):
     """Run ``passes`` (comma list or names) or the named ``pipeline`` on ``module`` in place;
     returns the module.
 
@@ -74,6 +74,9 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     ``module_%04d.<name>.pass_stats.json`` is written next to the dumps.  ``on_stats``
     receives the :class:`~hlo_opt.dump.stats.PassStats`; without it, ``summary`` prints a
     plain-text table on stderr.  ``stats_path`` writes this module's JSON (``-``: stderr).
+    ``autotune``: an :class:`~hlo_opt.autotune.AutotuneSession` the algorithm pickers use
+    (none: they change nothing); its counters go into the stats, and its results file
+    (``--xla_gpu_dump_autotune_results_to``) is rewritten after the run.
     """
     from .dump.naming import (AFTER_OPTIMIZATION, AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATION,
                               BEFORE_OPTIMIZATIONS)
@@ -81,7 +84,8 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     from .dump.writer import DumpConfig, DumpDirectory, ModuleDumper
 
     options = options if options is not None else DebugOptions()
-    module.config = module.config.replace(debug_options=options)  # what the passes read
+    module.config = module.config.replace(debug_options=options,  # what the passes read
+                                          autotune=autotune)
     if getattr(options, "xla_gpu_target_config_filename", ""):  # XLA's deviceless target
         from .backends.cuda.target import read_specs
         module.config = module.config.replace(
@@ -99,9 +103,14 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
                             dumper=dumper if dumping else None, stats=stats,
                             progress=progress)
     t0 = time.perf_counter()
+    tuned_before = autotune.stats.to_json() if autotune is not None else None
     runner.run(pipe, module)
+    if autotune is not None:
+        autotune.finish()
     if stats is not None:
         stats.total_ms = (time.perf_counter() - t0) * 1000.0
+        if autotune is not None:
+            stats.autotune = _stats_delta(tuned_before, autotune.stats.to_json())
         stats.module_name = module.name
     dumper.dump_module(module, AFTER_OPTIMIZATION if singular else AFTER_OPTIMIZATIONS)
     if stats is not None:
@@ -114,6 +123,19 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
         elif summary:
             sys.stderr.write(format_summary_text(stats))
     return module
+
+
+def _stats_delta(before: dict, after: dict) -> dict:
+    """This module's share of a session's counters (a session may span modules)."""
+    out = dict(after)
+    for k in ("instructions", "tuned", "cache_hits", "measurements"):
+        out[k] = after[k] - before[k]
+    out["tuning_ms"] = round(after["tuning_ms"] - before["tuning_ms"], 3)
+    out["failed_candidates"] = {k: v - before["failed_candidates"].get(k, 0)
+                                for k, v in after["failed_candidates"].items()
+                                if v - before["failed_candidates"].get(k, 0)}
+    out["warnings"] = after["warnings"][len(before["warnings"]):]
+    return out
 
 
 def write_stats_json(path: str, stats_list: list) -> None:

@@ -44,6 +44,7 @@ from passes.gpu.cublas_pad_for_gemms import CublasPadForGemms
 from passes.gpu.cudnn_pad_for_convolutions import CudnnPadForConvolutions
 from passes.gpu.cudnn_vectorize_convolutions import CudnnVectorizeConvolutions
 from passes.gpu.fused_conv_rewriter import CudnnFusedConvRewriter
+from passes.gpu.fusion_launch_autotuner import FusionLaunchAutotuner
 from passes.gpu.fusion_merger import FusionMerger
 from passes.gpu.gemm_broadcast_folding_rewriter import GemmBroadcastFoldingRewriter
 from passes.gpu.gemm_rewriter import GemmRewriter
@@ -111,6 +112,7 @@ PASSES: dict[str, type] = {
     "dynamic-index-splitter": DynamicIndexSplitter,
     "flatten-call-graph": FlattenCallGraph,
     "fusion": GpuInstructionFusion,
+    "fusion-launch-autotuner": FusionLaunchAutotuner,
     "fusion_merger": FusionMerger,
     "gemm-algorithm-picker": GemmAlgorithmPicker,
     "gemm-broadcast-folding-rewriter": GemmBroadcastFoldingRewriter,

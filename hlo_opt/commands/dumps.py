@@ -80,6 +80,11 @@ def print_summary(stats_list, console=None) -> None:
                 f"{records[-1].instructions_after}, fusions {records[0].fusions_before} → "
                 f"{records[-1].fusions_after}, {len(records)} pass runs, "
                 f"{stats.total_ms or 0.0:.1f} ms")
+        if getattr(stats, "autotune", None) is not None:
+            from ..dump.stats import autotune_summary_line
+            console.print(autotune_summary_line(stats.autotune), highlight=False)
+            for w in stats.autotune.get("warnings", []):
+                console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
 @click.command("dumps")

@@ -27,6 +27,7 @@ def _progress_bar(enabled: bool):
         progress.update(task, total=total, completed=event.index - 1,
                         description=f"{'/'.join(event.pipeline_path)}: {event.pass_name}")
 
+    update.rich_progress = progress   # other bars (autotuning) join this live display
     with progress:
         yield update
 
@@ -52,9 +53,13 @@ def _progress_bar(enabled: bool):
 @click.option("--stats", "stats_path", default=None,
               help="Write per-pass statistics as JSON to this file ('-' = stderr).")
 @click.option("--summary/--no-summary", default=False, help="Print the per-pass summary table.")
+@click.option("--autotune-provider", "autotune_provider", default=None,
+              help="Candidates the algorithm pickers measure: host (numpy, no GPU needed), "
+                   "cuda, cuda-sim.  Default: cuda with --platform=gpu, else none.")
 @click.pass_context
 def command(ctx, input, output, split_input_file, list_passes, passes, pipeline, platform,
-            stage, list_stages, debug_options_file, verify_no_change, stats_path, summary):
+            stage, list_stages, debug_options_file, verify_no_change, stats_path, summary,
+            autotune_provider):
     """Optimize INPUT (a path or '-') and print the module; --xla_* flags accepted."""
     # click hands unknown options (the --xla_* flags) over as positional arguments, so
     # INPUT may arrive among them: sort the tokens out here.
@@ -90,14 +95,20 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     collected = []
     if passes is not None or pipeline is not None:
         from ..dump.writer import DumpConfig, DumpDirectory
+        from ._autotune import autotune_progress, session_for
         directory = DumpDirectory(DumpConfig.from_options(options))
         with _progress_bar(sys.stderr.isatty()) as progress:
+            session = session_for(options, plat.name, autotune_provider,
+                                  autotune_progress(progress))
             for module_id, module in enumerate(modules):
                 passes_api.optimize(module, options, passes=passes, pipeline=pipeline,
                                     verify_no_change=verify_no_change, module_id=module_id,
                                     progress=progress, dump_directory=directory,
                                     on_stats=collected.append if (summary or stats_path)
-                                    else None)
+                                    else None, autotune=session)
+        if session is not None and not summary:
+            for warning in session.stats.warnings:
+                click.secho(f"warning: {warning}", fg="yellow", err=True)
     for module in modules:
         outputs.append(stage_fn(module, options))
     if stats_path:
