@@ -17,8 +17,8 @@ from .fileutil import write_atomic
 from .flags import DebugOptions
 from .pipeline import Pipeline, PipelineRunner, ProgressEvent
 
-__all__ = ["TRANSFORMS_PIPELINE", "build_pipeline", "optimize", "pass_names",
-           "pipeline_names", "write_stats_json"]
+__all__ = ["TRANSFORMS_PIPELINE", "PipelineFactory", "build_pipeline", "optimize",
+           "pass_names", "pipeline_names", "write_stats_json"]
 
 TRANSFORMS_PIPELINE = "transforms_pipeline"
 
@@ -48,12 +48,55 @@ def build_pipeline(passes: "str | Iterable[str] | None" = None, pipeline: str | 
     raise PassError("nothing to run: give --passes or --pipeline")
 
 
+class PipelineFactory:
+    """Builds fresh pipelines from ``--passes`` / ``--pipeline`` for the libraries that run
+    a pipeline many times (:mod:`hlo_opt.triage`: ablate, bisect), in this process or in
+    worker processes (it pickles as its two strings).  Unknown names fail at once."""
+
+    def __init__(self, passes: "str | None" = None, pipeline: str | None = None):
+        if isinstance(passes, (list, tuple)):
+            passes = ",".join(passes)
+        self.passes = passes
+        self.pipeline = pipeline
+        build_pipeline(passes, pipeline)  # raises PassError for unknown names
+
+    @property
+    def label(self) -> str:
+        """The pipeline's name (``transforms_pipeline`` for ``--passes``)."""
+        return self.pipeline if self.pipeline is not None else TRANSFORMS_PIPELINE
+
+    def command_line(self) -> str:
+        """The ``--pipeline``/``--passes`` words that select the same pipeline."""
+        import shlex
+        if self.pipeline is not None:
+            return f"--pipeline {shlex.quote(self.pipeline)}"
+        return f"--passes {shlex.quote(self.passes)}"
+
+    def __call__(self, options: DebugOptions | None = None):
+        """A new pipeline for ``options`` (the GPU passes read their flags from them)."""
+        _set_options(options)
+        return build_pipeline(self.passes, self.pipeline)
+
+    def single(self, name: str, options: DebugOptions | None = None):
+        """``--passes NAME``: the one registered pass (for reproducers)."""
+        _set_options(options)
+        return build_pipeline(name, None)
+
+    def __repr__(self):
+        return f"PipelineFactory(passes={self.passes!r}, pipeline={self.pipeline!r})"
+
+
+def _set_options(options) -> None:
+    from passes.gpu._options import set_current_options
+    set_current_options(options if options is not None else DebugOptions())
+
+
 def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=None,
              verify_no_change: bool = False, stats_path: str | None = None,
              summary: bool = False, *, module_id: int = 0,
              progress: Callable[[ProgressEvent], None] | None = None,
              on_stats: Callable | None = None, dump_directory=None,
-             verifier="default"):
+             verifier="default", observer=None):
     """Run ``passes`` (comma list or names) or the named ``pipeline`` on ``module`` in place;
     returns the module.
 
@@ -63,6 +106,7 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     ``module_%04d.<name>.pass_stats.json`` is written next to the dumps.  ``on_stats``
     receives the :class:`~hlo_opt.dump.stats.PassStats`; without it, ``summary`` prints a
     plain-text table on stderr.  ``stats_path`` writes this module's JSON (``-``: stderr).
+    ``observer`` is told about every pass invocation (see :class:`PipelineRunner`).
     """
     from .dump.naming import (AFTER_OPTIMIZATION, AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATION,
                               BEFORE_OPTIMIZATIONS)
@@ -83,7 +127,7 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     dumper.dump_module(module, BEFORE_OPTIMIZATION if singular else BEFORE_OPTIMIZATIONS)
     runner = PipelineRunner(options, verifier=verifier, verify_no_change=verify_no_change,
                             dumper=dumper if dumping else None, stats=stats,
-                            progress=progress)
+                            progress=progress, observer=observer)
     t0 = time.perf_counter()
     runner.run(pipe, module)
     if stats is not None:
