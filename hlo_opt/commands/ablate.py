@@ -70,6 +70,9 @@ def command(ctx, input, pipeline, passes, backend, per_occurrence, repeat, warmu
         raise click.UsageError("give one of --pipeline NAME or --passes a,b")
     options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"))
     factory = PipelineFactory(passes=passes, pipeline=pipeline)
+    if plot_path:
+        from ..triage.plot import check_plot_path
+        check_plot_path(plot_path)
     text, filename = read_input(input)
     resume = load_document(resume_path) if resume_path else None
     out_path = json_path or resume_path

@@ -7,12 +7,13 @@ import os
 from ..errors import HloError
 from .report import MARK_STRONG, MARK_WEAK, table_order
 
-__all__ = ["plot_slowdowns"]
+__all__ = ["check_plot_path", "plot_slowdowns"]
 
 _FORMATS = (".png", ".svg", ".pdf")
 
 
-def plot_slowdowns(document: dict, path: str) -> None:
+def check_plot_path(path: str):
+    """Fail before a long sweep, not after it: the format and matplotlib.  Returns pyplot."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in _FORMATS:
         raise HloError(f"--plot {path}: the file name must end in {', '.join(_FORMATS)}")
@@ -22,6 +23,11 @@ def plot_slowdowns(document: dict, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise HloError("--plot needs matplotlib: pip install 'hlo-opt[plot]'") from None
+    return plt
+
+
+def plot_slowdowns(document: dict, path: str) -> None:
+    plt = check_plot_path(path)
     rows = [r for r in table_order(document["passes"]) if r["status"] != "no_change"]
     rows.reverse()  # the largest slowdown at the top
     labels, values, colors = [], [], []

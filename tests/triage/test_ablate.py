@@ -1,0 +1,135 @@
+"""hlo-opt ablate's library: statuses, rows, executors (the interpreter as backend)."""
+from __future__ import annotations
+
+import pytest
+
+from hlo_opt.errors import HloError
+from hlo_opt.flags import DebugOptions
+from hlo_opt.passes_api import PipelineFactory
+from hlo_opt.triage.ablate import AblateSettings, Sweep, statuses
+from hlo_opt.triage.executors import ProcessExecutor, SerialExecutor
+
+from .factories import ExpandFoo, Listed
+from .util import sample_text
+
+# test-expand-foo turns the custom-call the interpreter cannot run into an add; algsimp
+# removes a0 = p0 + 0; test-only-miscompile then turns the first float add left (the
+# expanded Foo) into a subtract; cse merges e1/e2; dce finds nothing left to do.
+HLO = """
+HloModule ablate
+
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  p1 = f32[8] parameter(1)
+  zero = f32[] constant(0)
+  bz = f32[8] broadcast(zero), dimensions={}
+  a0 = f32[8] add(p0, bz)
+  foo = f32[8] custom-call(a0, p1), custom_call_target="Foo"
+  e1 = f32[8] exponential(p1)
+  e2 = f32[8] exponential(p1)
+  m = f32[8] multiply(foo, e1)
+  ROOT r = f32[8] subtract(m, e2)
+}
+"""
+
+FACTORY = Listed(ExpandFoo, "algsimp", "test-only-miscompile", "cse", "dce")
+FAST = AblateSettings(repeat=1, warmup=0)
+
+
+def _sweep(factory=FACTORY, text=HLO, settings=FAST, executor=None, **kw):
+    sweep = Sweep(text, "ablate.hlo", factory, DebugOptions(), settings, **kw)
+    return sweep, sweep.run(executor)
+
+
+def test_statuses_and_messages():
+    sweep, doc = _sweep()
+    rows = {r["pass"]: r for r in doc["passes"]}
+    assert [r["pass"] for r in doc["passes"]] == ["test-expand-foo", "algsimp",
+                                                  "test-only-miscompile", "cse", "dce"]
+    assert rows["test-expand-foo"]["status"] == "breaks"
+    assert "custom_call_target \"Foo\" is not supported" in rows["test-expand-foo"]["error"]
+    assert rows["algsimp"]["status"] == "wrong_result"  # the miscompile hits a0 instead
+    assert rows["test-only-miscompile"]["status"] == "wrong_result"
+    assert "out0 f32[8]" in rows["algsimp"]["error"]
+    assert rows["cse"]["status"] == "ok" and "error" not in rows["cse"]
+    assert rows["dce"]["status"] == "no_change"
+    assert rows["dce"]["note"].startswith("not run: the pass changed nothing")
+    assert rows["dce"]["time_s"] is None and rows["dce"]["times_s"] == []
+    for r in doc["passes"]:
+        assert ("error" in r) == (r["status"] in ("breaks", "wrong_result"))
+        assert r["invocations"] == 1
+    base = doc["baseline"]
+    assert rows["cse"]["slowdown"] == pytest.approx(rows["cse"]["time_s"] / base["time_s"])
+    assert rows["cse"]["kernels"] == base["kernels"] + 1  # two exponentials again
+    assert sweep.invocation_counts()["algsimp"] == (1, 1)
+
+
+def test_rows_per_occurrence():
+    factory = Listed("algsimp", "dce", "algsimp")
+    text = """
+HloModule occ
+ENTRY e {
+  p0 = f32[4] parameter(0)
+  one = f32[] constant(1)
+  b1 = f32[4] broadcast(one), dimensions={}
+  ROOT m = f32[4] multiply(p0, b1)
+}
+"""
+    _, by_name = _sweep(factory, text)
+    assert [(r["pass"], r["occurrence"], r["invocations"]) for r in by_name["passes"]] == [
+        ("algsimp", None, 2), ("dce", None, 1)]
+    _, per_occ = _sweep(factory, text, AblateSettings(repeat=1, warmup=0,
+                                                      per_occurrence=True))
+    got = [(r["occurrence"], r["status"]) for r in per_occ["passes"]]
+    # with the first algsimp off, the second does the same work: the same module
+    assert got == [("transforms_pipeline/algsimp:0", "no_change"),
+                   ("transforms_pipeline/dce:0", "no_change"),
+                   ("transforms_pipeline/algsimp:1", "no_change")]
+    notes = [r["note"] for r in per_occ["passes"]]
+    assert "baseline's (up to names)" in notes[0]
+    assert "changed nothing" in notes[1] and "changed nothing" in notes[2]
+
+
+def test_gpu_pipeline_rows_and_pipeline_names():
+    """Through the gpu pipeline: passes whose pipeline shares a name or has a space in
+    its name are still switched off alone; renaming passes change nothing real."""
+    sweep, doc = _sweep(PipelineFactory(pipeline="gpu"), sample_text("softmax.hlo"))
+    rows = {r["pass"]: r for r in doc["passes"]}
+    by_key = {r.pass_name: r for r in sweep.rows}
+    assert by_key["layout-assignment"].filters == ("layout-assignment",)
+    assert rows["rename_fusions"]["status"] == "no_change"
+    assert "up to names" in rows["rename_fusions"]["note"]
+    assert rows["priority-fusion"]["status"] == "ok"
+    assert rows["priority-fusion"]["kernels"] > doc["baseline"]["kernels"]
+    assert all(r["status"] in ("ok", "no_change") for r in doc["passes"]), \
+        [(r["pass"], r.get("error")) for r in doc["passes"] if r["status"] == "breaks"]
+
+
+def test_jobs_equal_serial():
+    _, serial = _sweep(executor=SerialExecutor())
+    _, parallel = _sweep(executor=ProcessExecutor(2))
+
+    def facts(doc):
+        return [(r["pass"], r["status"], r["kernels"], r["bytes"], r.get("error"))
+                for r in doc["passes"]]
+    assert facts(parallel) == facts(serial)
+
+
+def test_baseline_failure_is_a_user_error():
+    with pytest.raises(HloError, match="the baseline fails.*test-only-crash"):
+        _sweep(Listed("algsimp", "test-only-crash"))
+    with pytest.raises(HloError, match="xla_enable_hlo_passes_only"):
+        Sweep(HLO, "a.hlo", FACTORY, DebugOptions(xla_enable_hlo_passes_only=["dce"]), FAST)
+
+
+def test_resume_runs_only_missing_rows():
+    _, first = _sweep()
+    partial = {**first, "passes": [dict(r) for r in first["passes"][:2]]}
+    partial["passes"][0]["error"] = "kept from the first run"
+    sweep = Sweep(HLO, "ablate.hlo", FACTORY, DebugOptions(), FAST, resume=partial)
+    assert [r.pass_name for r in sweep.pending] == ["test-only-miscompile", "cse", "dce"]
+    resumed = sweep.run()
+    assert resumed["passes"][0]["error"] == "kept from the first run"
+    assert statuses(resumed) == statuses(first)
+    with pytest.raises(HloError, match="--resume: the report is for repeat 1"):
+        _sweep(settings=AblateSettings(repeat=2, warmup=0), resume=partial)
