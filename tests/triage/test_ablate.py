@@ -133,3 +133,60 @@ def test_resume_runs_only_missing_rows():
     assert statuses(resumed) == statuses(first)
     with pytest.raises(HloError, match="--resume: the report is for repeat 1"):
         _sweep(settings=AblateSettings(repeat=2, warmup=0), resume=partial)
+
+
+def test_rows_timed_elsewhere_use_that_machines_baseline(monkeypatch):
+    import hlo_opt.triage.ablate as ablate_mod
+    import hlo_opt.triage.measure as measure_mod
+    sweep = Sweep(HLO, "ablate.hlo", FACTORY, DebugOptions(), FAST)
+    monkeypatch.setattr(measure_mod, "host_name", lambda: "elsewhere")
+    monkeypatch.setattr(ablate_mod, "_LOCAL_BASELINES", {})
+    doc = sweep.run()
+    cse = next(r for r in doc["passes"] if r["pass"] == "cse")
+    assert cse["host"] == "elsewhere" and doc["baseline"]["host"] != "elsewhere"
+    assert cse["baseline_time_s"] > 0
+    assert cse["slowdown"] == pytest.approx(cse["time_s"] / cse["baseline_time_s"])
+    from io import StringIO
+
+    from rich.console import Console
+
+    from hlo_opt.commands._ablate_table import print_table
+    out = StringIO()
+    print_table(doc, sweep.invocation_counts(), "serial", 1.0,
+                console=Console(file=out, width=200))
+    assert "†" in out.getvalue() and "another machine" in out.getvalue()
+
+
+class _FakeExecutable:
+    """What a GPU backend may offer: a kernel count, a device name, profile data."""
+
+    kernel_count = 7
+    device_name = "Fake GPU"
+
+    def __init__(self, module):
+        from hlo_opt.backends.interpreter import Interpreter
+        self.inner = Interpreter(module)
+
+    def run(self, args):
+        return self.inner.run(args)
+
+    def run_profiled(self, args):
+        return self.inner.run(args), 0.25
+
+
+def test_measure_uses_what_the_executable_offers(monkeypatch):
+    import hlo_opt.backends as backends
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.interpreter.literals import random_arguments
+    from hlo_opt.triage.measure import measure
+    monkeypatch.setattr(backends, "compile", lambda module, backend: _FakeExecutable(module))
+    module = parse_hlo(HLO.replace('custom-call(a0, p1), custom_call_target="Foo"',
+                                   "add(a0, p1)"))
+    args = random_arguments(module, 1)
+    m = measure(module, "fake", args, repeat=3, profile=True)
+    assert m.times_s == [0.25] * 3 and m.kernels == 7 and m.device == "Fake GPU"
+    plain = measure(module, "fake", args, repeat=1)
+    assert plain.times_s[0] != 0.25 and plain.bytes > 0
+    monkeypatch.undo()
+    with pytest.raises(HloError, match="has no profile data"):
+        measure(module, "interpreter", args, profile=True)
