@@ -301,6 +301,11 @@ class Sweep:
         return self.document
 
     def _add(self, doc: dict, on_row) -> None:
+        base = self.document["baseline"]
+        if doc.get("host") and "baseline_time_s" not in doc and \
+                (doc["host"], doc["device"]) != (base.get("host"), base.get("device")):
+            # resumed on another machine: say which baseline the slowdown is against
+            doc["baseline_time_s"] = self.reference.time_s
         self.document["passes"].append(doc)
         if on_row is not None:
             on_row(doc)

@@ -111,9 +111,11 @@ class Listed:
 
     def __call__(self, options=None):
         from hlo_opt.passes_api import _set_options
+        from passes.registry import create_pass
         _set_options(options)
         return Pipeline("transforms_pipeline",
-                        [i() if isinstance(i, type) else i for i in self.items])
+                        [i() if isinstance(i, type) else create_pass(i) if isinstance(i, str)
+                         else i for i in self.items])
 
     def single(self, name, options=None):
         return PipelineFactory(passes=name).single(name, options)

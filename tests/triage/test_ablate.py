@@ -190,3 +190,15 @@ def test_measure_uses_what_the_executable_offers(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(HloError, match="has no profile data"):
         measure(module, "interpreter", args, profile=True)
+
+
+def test_resume_on_another_machine_says_which_baseline(monkeypatch):
+    import hlo_opt.triage.measure as measure_mod
+    _, first = _sweep()
+    partial = {**first, "passes": first["passes"][:1]}
+    monkeypatch.setattr(measure_mod, "host_name", lambda: "elsewhere")
+    sweep = Sweep(HLO, "ablate.hlo", FACTORY, DebugOptions(), FAST, resume=partial)
+    doc = sweep.run()
+    cse = next(r for r in doc["passes"] if r["pass"] == "cse")
+    assert cse["host"] == "elsewhere" and doc["baseline"]["host"] != "elsewhere"
+    assert cse["slowdown"] == pytest.approx(cse["time_s"] / cse["baseline_time_s"])
