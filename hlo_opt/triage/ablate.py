@@ -154,8 +154,9 @@ def row_document(row: PassRow, status: str, *, measurement: Measurement | None =
     return doc
 
 
-def run_row(ctx: SweepContext, row: PassRow) -> dict:
-    """Optimize with ``row``'s pass switched off, compile, run, compare: one row."""
+def run_row(ctx: SweepContext, row: PassRow, timing_lock=None) -> dict:
+    """Optimize with ``row``'s pass switched off, compile, run, compare: one row.
+    ``timing_lock``: held over the timed runs (workers on one machine share it)."""
     s = ctx.settings
     ref = ctx.reference
     options = dataclasses.replace(
@@ -171,7 +172,7 @@ def run_row(ctx: SweepContext, row: PassRow) -> dict:
         return row_document(row, "no_change", reference=ref,
                             note="not run: the optimized module is the baseline's (up to names)")
     try:
-        m = measure(module, s.backend, args, s.repeat, s.warmup, s.profile)
+        m = measure(module, s.backend, args, s.repeat, s.warmup, s.profile, timing_lock)
     except Exception as e:  # noqa: BLE001
         return row_document(row, "breaks", error=f"backend {s.backend}: {_failure(e)}")
     baseline_here = None

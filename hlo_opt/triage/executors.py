@@ -31,21 +31,23 @@ class SerialExecutor:
 # ---- local processes ---------------------------------------------------------------------
 
 _CONTEXT = None
+_TIMING_LOCK = None
 
 
-def _init_worker(context) -> None:
-    global _CONTEXT
-    _CONTEXT = context
+def _init_worker(context, lock) -> None:
+    global _CONTEXT, _TIMING_LOCK
+    _CONTEXT, _TIMING_LOCK = context, lock
 
 
 def _worker_row(row) -> dict:
-    return run_row(_CONTEXT, row)
+    return run_row(_CONTEXT, row, _TIMING_LOCK)
 
 
 class ProcessExecutor:
     """``--jobs N``: N worker processes on this machine (started fresh, not forked, so a
-    progress bar's thread in the parent cannot leave a lock held in a child).  Timings
-    of concurrent rows share the machine: compare them with care."""
+    progress bar's thread in the parent cannot leave a lock held in a child).  Rows
+    optimize and compile in parallel; their timed runs take turns (one lock), so that
+    no two timed runs overlap.  The other work still shares the machine's cores."""
 
     def __init__(self, jobs: int):
         if jobs < 1:
@@ -57,9 +59,9 @@ class ProcessExecutor:
         rows = list(rows)
         if not rows:
             return
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(rows)),
-                                   mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(context,))
+        spawn = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(rows)), mp_context=spawn,
+                                   initializer=_init_worker, initargs=(context, spawn.Lock()))
         try:
             futures = [pool.submit(_worker_row, row) for row in rows]
             for future in as_completed(futures):
@@ -96,7 +98,7 @@ def import_ray():
 
 class RayExecutor:
     """``--ray ADDRESS``: rows as Ray tasks (one CPU each; one GPU each on GPU backends,
-    so a cluster runs one row per GPU).  ``local`` starts a private Ray instance on this
+    so a cluster runs one row per GPU; rows sharing a node's CPUs time concurrently).  ``local`` starts a private Ray instance on this
     machine (loopback only, ``jobs`` CPUs) and stops it afterwards; ``auto`` joins the
     cluster Ray finds on this machine; anything else is a cluster address
     (``HOST:PORT`` or ``ray://HOST:PORT``), where hlo-opt must be installed as here."""

@@ -14,6 +14,7 @@ Bytes moved always come from the cost model (:func:`hlo_opt.analysis.cost.module
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import platform
@@ -95,10 +96,12 @@ def _kernel_count(executable, module) -> int:
 
 
 def measure(module, backend: str, args, repeat: int = 1, warmup: int = 0,
-            profile: bool = False) -> Measurement:
+            profile: bool = False, lock=None) -> Measurement:
     """Compile ``module`` on ``backend`` and run it ``warmup`` + ``repeat`` times on
-    ``args``; the times of the ``repeat`` timed runs.  Compile and run errors propagate
-    (HloError for a user's module or backend, anything else for a bug)."""
+    ``args``; the times of the ``repeat`` timed runs.  ``lock`` (a lock shared by
+    concurrent workers) is held over the runs, so that timed runs never overlap while
+    compiles do.  Compile and run errors propagate (HloError for a user's module or
+    backend, anything else for a bug)."""
     from ..analysis.cost import module_cost
     from ..backends import compile as compile_module
     executable = compile_module(module, backend)
@@ -106,6 +109,18 @@ def measure(module, backend: str, args, repeat: int = 1, warmup: int = 0,
     if profile and profiled is None:
         raise HloError(f"backend '{backend}' has no profile data (--profile needs an "
                        "executable with run_profiled)")
+    with lock if lock is not None else _NO_LOCK:
+        outputs, times = _runs(executable, args, repeat, warmup, profile, profiled)
+    host, device = machine_of(executable, backend)
+    return Measurement(times, _kernel_count(executable, module),
+                       float(module_cost(module).bytes_accessed), host, device,
+                       list(outputs or []))
+
+
+_NO_LOCK = contextlib.nullcontext()
+
+
+def _runs(executable, args, repeat, warmup, profile, profiled):
     outputs = None
     for _ in range(warmup):
         executable.run(args)
@@ -120,7 +135,4 @@ def measure(module, backend: str, args, repeat: int = 1, warmup: int = 0,
         times.append(float(seconds))
         if outputs is None:
             outputs = result
-    host, device = machine_of(executable, backend)
-    return Measurement(times, _kernel_count(executable, module),
-                       float(module_cost(module).bytes_accessed), host, device,
-                       list(outputs or []))
+    return outputs, times

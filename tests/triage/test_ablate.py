@@ -202,3 +202,42 @@ def test_resume_on_another_machine_says_which_baseline(monkeypatch):
     cse = next(r for r in doc["passes"] if r["pass"] == "cse")
     assert cse["host"] == "elsewhere" and doc["baseline"]["host"] != "elsewhere"
     assert cse["slowdown"] == pytest.approx(cse["time_s"] / cse["baseline_time_s"])
+
+
+def test_timed_runs_hold_the_timing_lock():
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.interpreter.literals import random_arguments
+    from hlo_opt.triage import measure as measure_mod
+
+    class Lock:
+        held = entered = 0
+
+        def __enter__(self):
+            Lock.entered += 1
+            Lock.held = 1
+
+        def __exit__(self, *exc):
+            Lock.held = 0
+
+    seen = []
+
+    class Probe:
+        def __init__(self, module):
+            from hlo_opt.backends.interpreter import Interpreter
+            self.inner = Interpreter(module)
+
+        def run(self, args):
+            seen.append(Lock.held)
+            return self.inner.run(args)
+
+    module = parse_hlo("HloModule l\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                       "  ROOT n = f32[2] negate(p)\n}\n")
+    import hlo_opt.backends as backends
+    original = backends.compile
+    backends.compile = lambda m, b: Probe(m)
+    try:
+        measure_mod.measure(module, "probe", random_arguments(module), repeat=2, warmup=1,
+                            lock=Lock())
+    finally:
+        backends.compile = original
+    assert Lock.entered == 1 and seen == [1, 1, 1]

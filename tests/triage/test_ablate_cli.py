@@ -119,3 +119,32 @@ def test_user_errors_are_one_red_line(module_file, tmp_path, extra, message):
     assert proc.returncode == 1, proc.stderr
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+class _InterruptedExecutor:
+    """Runs one row, then the user presses Ctrl-C."""
+
+    description = "interrupted"
+
+    def map(self, context, rows):
+        from hlo_opt.triage.ablate import run_row
+        yield run_row(context, rows[0])
+        raise KeyboardInterrupt
+
+
+def test_interrupted_sweep_keeps_its_rows_and_resumes(module_file, tmp_path, monkeypatch):
+    import hlo_opt.triage.executors as executors
+    out = tmp_path / "sweep.json"
+    args = ["ablate", module_file, "--passes", PASSES, "--repeat", "1", "--warmup", "0"]
+    with monkeypatch.context() as m:
+        m.setattr(executors, "make_executor", lambda jobs, ray: _InterruptedExecutor())
+        result = CliRunner().invoke(main, [str(a) for a in args + ["--json", out]],
+                                    standalone_mode=False)
+    assert result.return_value == 130  # what the console script exits with
+    assert "interrupted" in result.output and "--resume" in result.output
+    doc = json.loads(out.read_text())
+    # dce (changed nothing: no run needed) and the one row that ran before the interrupt
+    assert sorted(r["pass"] for r in doc["passes"]) == ["algsimp", "dce"]
+    result = invoke(args + ["--resume", out])
+    assert result.exit_code == 0, result.output
+    assert [r["pass"] for r in json.loads(out.read_text())["passes"]] == PASSES.split(",")
