@@ -65,13 +65,6 @@ class PipelineFactory:
         """The pipeline's name (``transforms_pipeline`` for ``--passes``)."""
         return self.pipeline if self.pipeline is not None else TRANSFORMS_PIPELINE
 
-    def command_line(self) -> str:
-        """The ``--pipeline``/``--passes`` words that select the same pipeline."""
-        import shlex
-        if self.pipeline is not None:
-            return f"--pipeline {shlex.quote(self.pipeline)}"
-        return f"--passes {shlex.quote(self.passes)}"
-
     def __call__(self, options: DebugOptions | None = None):
         """A new pipeline for ``options`` (the GPU passes read their flags from them)."""
         _set_options(options)
