@@ -241,3 +241,22 @@ def test_timed_runs_hold_the_timing_lock():
     finally:
         backends.compile = original
     assert Lock.entered == 1 and seen == [1, 1, 1]
+
+
+def _backend_or_skip(name: str):
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.errors import UnsupportedError
+    try:
+        compile_module(parse_hlo("HloModule p\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n"),
+                       name)
+    except UnsupportedError as e:
+        pytest.skip(f"backend {name} is not available here: {e}")
+
+
+def test_cpu_backend_gives_the_interpreters_statuses():
+    _backend_or_skip("cpu")
+    _, interp = _sweep()
+    _, cpu = _sweep(settings=AblateSettings(backend="cpu", repeat=1, warmup=0))
+    assert statuses(cpu) == statuses(interp)
+    assert cpu["backend"] == "cpu" and cpu["baseline"]["device"]
