@@ -49,15 +49,15 @@ class _BisectCommand(click.Command):
               show_default=True, type=float, help="Relative error bound.")
 @click.option("-o", "--reproducer", "repro_path", default=None,
               help="Reproducer file (default: INPUT's name with .repro.hlo, here).")
-@click.option("--context", "diff_context", default=3, show_default=True,
-              type=click.IntRange(min=0), help="Unchanged lines around diff changes.")
+@click.option("--json", "json_path", default=None,
+              help="Also write the verdict as JSON to this file.")
 @click.pass_context
 def command(ctx, input, pipeline, passes, backend, reference_backend, seed, abs_bound,
-            rel_bound, repro_path, diff_context):
+            rel_bound, repro_path, json_path):
     """Find the first pass occurrence, then the first rewrite, that breaks INPUT."""
     try:
         rc = _bisect(ctx, input, pipeline, passes, backend, reference_backend, seed,
-                     abs_bound, rel_bound, repro_path)
+                     abs_bound, rel_bound, repro_path, json_path)
     except HloError as e:
         click.secho(str(e), fg="red", err=True)
         raise click.exceptions.Exit(EXIT_ERROR) from None
@@ -65,11 +65,11 @@ def command(ctx, input, pipeline, passes, backend, reference_backend, seed, abs_
 
 
 def _bisect(ctx, input, pipeline, passes, backend, reference_backend, seed, abs_bound,
-            rel_bound, repro_path) -> int:
+            rel_bound, repro_path, json_path) -> int:
     from ..fileutil import write_atomic
     from ..flags import DebugOptions, parse_flag_tokens
     from ..passes_api import PipelineFactory
-    from ..triage.bisect import BisectSettings, bisect, reproducer_text
+    from ..triage.bisect import BisectSettings, bisect, reproducer_text, result_document
     flag_tokens = list(ctx.args)
     bad = [a for a in flag_tokens if not a.startswith("--xla_")]
     if bad:
@@ -89,6 +89,8 @@ def _bisect(ctx, input, pipeline, passes, backend, reference_backend, seed, abs_
     if not result.found:
         click.secho("no pass occurrence breaks the module: the optimized module verifies, "
                     "compiles, runs and matches the unoptimized one", fg="green")
+        if json_path:
+            _write_json(json_path, result_document(result))
         return EXIT_CLEAN
     inv = result.culprit
     click.secho(f"culprit: {inv.occurrence} (pass invocation {inv.index + 1}, fixpoint "
@@ -114,7 +116,16 @@ def _bisect(ctx, input, pipeline, passes, backend, reference_backend, seed, abs_
     if result.reproduces is False:
         click.secho("  note: this command does not reproduce the failure alone: the pass "
                     "runs with the pipeline's arguments there", fg="yellow")
+    if json_path:
+        _write_json(json_path, result_document(result, path))
     return EXIT_FOUND
+
+
+def _write_json(path: str, doc: dict) -> None:
+    import json
+
+    from ..fileutil import write_atomic
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")
 
 
 def _head(message: str, limit: int = 400) -> str:

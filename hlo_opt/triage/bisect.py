@@ -30,7 +30,8 @@ from ..fuel import UNLIMITED, FuelPool, fuel_scope
 from ..pipeline import PassInvocation, PipelineRunner
 from .invocations import InvocationLog
 
-__all__ = ["BisectSettings", "BisectResult", "Check", "RewriteCulprit", "bisect"]
+__all__ = ["BisectSettings", "BisectResult", "Check", "RewriteCulprit", "bisect",
+           "reproducer_text", "result_document"]
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,33 @@ def reproducer_text(result: BisectResult, filename: str, pipeline: str, path: st
     lines.append("// reproduce (module below = the module just before the culprit):")
     lines.append("//   " + result.reproducer_command.replace("REPRO", shlex.quote(path)))
     return "\n".join(lines) + "\n" + result.before_text
+
+
+def result_document(result: BisectResult, reproducer_path: str | None = None) -> dict:
+    """``hlo-opt bisect --json``: the verdict for scripts."""
+    doc = {"found": result.found, "invocations": result.invocations,
+           "changed": result.changed, "checks": result.checks}
+    if not result.found:
+        return doc
+    inv = result.culprit
+    doc.update(occurrence=inv.occurrence, pass_name=inv.pass_name,
+               pipeline_path=list(inv.pipeline_path), invocation=inv.index + 1,
+               iteration=inv.iteration,
+               failure={"kind": result.failure.kind, "message": result.failure.message})
+    if result.rewrite:
+        r = result.rewrite
+        doc["rewrite"] = {"index": r.index, "total": r.total, "description": r.description,
+                          "failure": {"kind": r.failure.kind, "message": r.failure.message},
+                          "diff": r.diff_text}
+    else:
+        doc["rewrite"] = None
+        doc["rewrite_note"] = result.rewrite_note
+    if reproducer_path:
+        doc["reproducer"] = reproducer_path
+        doc["command"] = result.reproducer_command.replace("REPRO",
+                                                           shlex.quote(reproducer_path))
+    doc["reproduces"] = result.reproduces
+    return doc
 
 
 def _one_line(check: Check) -> str:

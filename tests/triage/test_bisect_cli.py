@@ -21,7 +21,8 @@ def console(args, cwd=None):
 def test_culprit_found_exit_1_and_reproducer_reproduces(tmp_path):
     repro = tmp_path / "repro.hlo"
     proc = console(["bisect", SAMPLES / "layer_norm.hlo", "--passes",
-                    "algsimp,cse,test-only-miscompile,dce", "-o", repro])
+                    "algsimp,cse,test-only-miscompile,dce", "-o", repro,
+                    "--json", tmp_path / "verdict.json"])
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
     assert "culprit: transforms_pipeline/test-only-miscompile:0" in out
@@ -32,6 +33,12 @@ def test_culprit_found_exit_1_and_reproducer_reproduces(tmp_path):
     assert "--xla_fuel=test-only-miscompile=1" in words
     again = console(words)
     assert again.returncode == 1 and "runs failed" in again.stderr  # it reproduces
+    import json
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["found"] and verdict["occurrence"] == \
+        "transforms_pipeline/test-only-miscompile:0"
+    assert verdict["rewrite"]["index"] == 1 and verdict["reproduces"] is True
+    assert verdict["failure"]["kind"] == "wrong_result"
     text = repro.read_text()
     assert text.startswith("// hlo-opt bisect reproducer") and "HloModule" in text
 
