@@ -1,7 +1,7 @@
 """Test-only passes, registered as XLA registers its ``test-only-*`` passes: deliberately
 wrong, so that the tools that find wrong passes (``hlo-opt bisect``, ``hlo-opt ablate``)
 can be demonstrated and tested on any module.  They are listed by ``--list-passes`` and
-never named by a pipeline.
+never named by a pipeline (``passes/registry.py`` lists them with the others).
 
 - ``test-only-miscompile``: rewrites the first floating-point ``add`` (computations in
   module order, instructions in post order) into a ``subtract``: a wrong result that the
@@ -17,14 +17,11 @@ from __future__ import annotations
 from hlo_opt.fuel import consume_fuel
 from hlo_opt.ir.types import is_float
 
-from .registry import register
-
 
 def _plain(inst) -> bool:
     return not inst.control_predecessors and not inst.control_successors
 
 
-@register
 class TestOnlyMiscompile:
     name = "test-only-miscompile"
 
@@ -44,7 +41,6 @@ class TestOnlyMiscompile:
         return False
 
 
-@register
 class TestOnlyBreakVerifier:
     name = "test-only-break-verifier"
 
@@ -61,7 +57,6 @@ class TestOnlyBreakVerifier:
         return False
 
 
-@register
 class TestOnlyCrash:
     name = "test-only-crash"
 

@@ -284,8 +284,6 @@ class Sweep:
         """Run the pending rows (``executor``: see :mod:`hlo_opt.triage.executors`;
         None runs them here, one after the other); ``on_row`` sees each finished row
         after it joined the document.  Returns the document, rows in pipeline order."""
-        from .executors import SerialExecutor
-        executor = executor or SerialExecutor()
         to_run: list[PassRow] = []
         for row in self.pending:
             if row.changed == 0:
@@ -295,7 +293,9 @@ class Sweep:
             else:
                 to_run.append(row)
         self.pending = to_run
-        for doc in executor.map(self.context, to_run):
+        docs = executor.map(self.context, to_run) if executor is not None else \
+            (run_row(self.context, row) for row in to_run)
+        for doc in docs:
             self._add(doc, on_row)
         self.pending = []
         self._order()

@@ -135,9 +135,13 @@ def _message(e: BaseException) -> str:
     return f"internal error: {type(e).__name__}: {e}" + (f" ({notes})" if notes else "")
 
 
-def _parse(text: str, filename: str = "<snapshot>"):
+def _parse(text: str, filename: str = "<snapshot>", options: DebugOptions | None = None):
+    """Parse a module (a snapshot) with ``options`` in its config, as the run had them."""
     from ..text.parser import parse_hlo
-    return parse_hlo(text, filename)
+    module = parse_hlo(text, filename)
+    if options is not None:
+        module.config = module.config.replace(debug_options=options)
+    return module
 
 
 # ---- the search ------------------------------------------------------------------------------
@@ -151,7 +155,7 @@ def bisect(module_text: str, filename: str, factory, options: DebugOptions | Non
     from ..backends.interpreter.literals import random_arguments, result_shapes
     options = options if options is not None else DebugOptions()
     settings = settings or BisectSettings()
-    module = _parse(module_text, filename)
+    module = _parse(module_text, filename, options)
     verify(module)
     args = random_arguments(module, settings.seed)
     ref_backend = settings.reference_backend or settings.backend
@@ -163,7 +167,7 @@ def bisect(module_text: str, filename: str, factory, options: DebugOptions | Non
     checker = Checker(settings, args, reference, result_shapes(module))
 
     log = InvocationLog(snapshots=True)
-    work = _parse(module_text, filename)
+    work = _parse(module_text, filename, options)
     crashed: BaseException | None = None
     try:
         PipelineRunner(options, observer=log).run(factory(options), work)
@@ -185,7 +189,7 @@ def bisect(module_text: str, filename: str, factory, options: DebugOptions | Non
     else:
         if not snapshots:
             return result  # nothing changed the module
-        final = checker(_parse(snapshots[-1][1]))
+        final = checker(_parse(snapshots[-1][1], options=options))
         if final.ok:
             result.checks = checker.count
             return result
@@ -193,7 +197,7 @@ def bisect(module_text: str, filename: str, factory, options: DebugOptions | Non
         verdicts = {hi: final}
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            verdict = checker(_parse(snapshots[mid][1]))
+            verdict = checker(_parse(snapshots[mid][1], options=options))
             if verdict.ok:
                 lo = mid
             else:
@@ -212,11 +216,11 @@ def bisect(module_text: str, filename: str, factory, options: DebugOptions | Non
     return result
 
 
-def _apply(pass_obj, name: str, before: str, fuel: int):
+def _apply(pass_obj, name: str, before: str, fuel: int, options: DebugOptions):
     """Run the pass on a fresh copy of ``before`` with ``fuel`` for it; returns
     (module, exception or None, pool)."""
     from ..api import verify
-    module = _parse(before)
+    module = _parse(before, options=options)
     pool = FuelPool({name: fuel}, describe=True)
     try:
         with fuel_scope(pool):
@@ -243,7 +247,7 @@ def _narrow(result: BisectResult, culprit: PassInvocation, before: str, checker:
     if pass_obj is None:
         result.rewrite_note = "the pass object is not available"
         return
-    full, error, pool = _apply(pass_obj, name, before, UNLIMITED)
+    full, error, pool = _apply(pass_obj, name, before, UNLIMITED, options)
     total = pool.consumed[name]
     if not result.pass_diff and error is None:
         result.pass_diff = _diff(_parse(before), full)
@@ -260,14 +264,14 @@ def _narrow(result: BisectResult, culprit: PassInvocation, before: str, checker:
     verdicts = {}
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        module, error, _ = _apply(pass_obj, name, before, mid)
+        module, error, _ = _apply(pass_obj, name, before, mid, options)
         verdict = _verdict(checker, module, error)
         if verdict.ok:
             lo = mid
         else:
             hi, verdicts[mid] = mid, verdict
-    prev, _, _ = _apply(pass_obj, name, before, hi - 1)
-    bad, error, pool = _apply(pass_obj, name, before, hi)
+    prev, _, _ = _apply(pass_obj, name, before, hi - 1, options)
+    bad, error, pool = _apply(pass_obj, name, before, hi, options)
     failure = verdicts.get(hi) or _verdict(checker, bad, error)
     descriptions = pool.descriptions.get(name, [])
     description = descriptions[hi - 1] if len(descriptions) >= hi else f"rewrite {hi}"

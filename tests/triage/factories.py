@@ -47,7 +47,7 @@ class Inserted:
 
 def wrong_max_rule():
     """A deliberately wrong algsimp rule: maximum(A, B) => A."""
-    from passes._rewrite import P, Rule, Rules, X
+    from hlo_opt.rewrite.rules import P, Rule, Rules, X
 
     def fn(ctx, a, b):
         return a
@@ -110,9 +110,7 @@ class Listed:
         self.label = "transforms_pipeline"
 
     def __call__(self, options=None):
-        from hlo_opt.passes_api import _set_options
         from passes.registry import create_pass
-        _set_options(options)
         return Pipeline("transforms_pipeline",
                         [i() if isinstance(i, type) else create_pass(i) if isinstance(i, str)
                          else i for i in self.items])

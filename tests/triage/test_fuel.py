@@ -49,15 +49,22 @@ def _outputs(module, args):
     return execute(module, args)
 
 
-def _check_fuel(before_text: str, pass_obj, name: str, rtol=1e-5, atol=1e-5):
+def _check_fuel(before_text: str, pass_obj, name: str, rtol=1e-5, atol=1e-5,
+                options: DebugOptions | None = None):
     """Fuel 0, 1, half, all: exactly that many rewrites; valid, equivalent modules; all
     equals unlimited."""
-    reference_module = parse_hlo(before_text)
+    def parse(text):
+        module = parse_hlo(text)
+        if options is not None:
+            module.config = module.config.replace(debug_options=options)
+        return module
+
+    reference_module = parse(before_text)
     args = random_arguments(reference_module, 7)
     expected = _outputs(reference_module, args)
 
     def run(fuel):
-        module = parse_hlo(before_text)
+        module = parse(before_text)
         pool = FuelPool({name: fuel}, describe=True)
         with fuel_scope(pool):
             pass_obj.run(module)
@@ -67,7 +74,7 @@ def _check_fuel(before_text: str, pass_obj, name: str, rtol=1e-5, atol=1e-5):
     total = pool.consumed[name]
     assert total > 0, f"{name} made no counted rewrite"
     assert len(pool.descriptions[name]) == total
-    unlimited = parse_hlo(before_text)
+    unlimited = parse(before_text)
     pass_obj.run(unlimited)
     assert full.to_text() == unlimited.to_text()
     none, _ = run(0)
@@ -132,6 +139,4 @@ ENTRY e {
 def test_fusion_passes_take_fuel(sample, pass_name, priority):
     options = gpu_options(priority)
     before, pass_obj = before_first_change(sample_text(sample), pass_name, options)
-    from passes.gpu._options import using_options
-    with using_options(options):
-        _check_fuel(before, pass_obj, pass_name, rtol=1e-4, atol=1e-4)
+    _check_fuel(before, pass_obj, pass_name, rtol=1e-4, atol=1e-4, options=options)
