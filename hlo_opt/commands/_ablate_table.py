@@ -41,7 +41,9 @@ def print_table(document: dict, counts: dict, executor: str, wall_s: float, top:
     elsewhere = any(r.get("host") and (r.get("host"), r.get("device")) !=
                     (base.get("host"), base.get("device")) for r in rows)
     title = (f"ablate {document['module']}: {document['pipeline']} on {document['backend']}"
-             f", {document['repeat']} timed run(s) per variant")
+             f", {document['repeat']} timed run(s) per variant"
+             + (", each against the baseline timed beside it (--paired)"
+                if document.get("paired") else ""))
     table = Table(title=title, title_justify="left")
     table.add_column("", no_wrap=True)
     table.add_column("disabled pass" + (" occurrence" if per_occ else ""), no_wrap=True)

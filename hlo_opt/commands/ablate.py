@@ -39,6 +39,9 @@ from ..api import read_input
               show_default=True, type=float, help="wrong_result: relative error bound.")
 @click.option("--profile", is_flag=True,
               help="Time kernels (backends with profile data, e.g. cuda) not whole runs.")
+@click.option("--paired", is_flag=True,
+              help="Time the baseline beside every row (runs alternate) and compare with "
+                   "that: robust to load that changes during the sweep.")
 @click.option("--json", "json_path", default=None,
               help="Write the report as JSON (rewritten after every row).")
 @click.option("--resume", "resume_path", default=None,
@@ -54,7 +57,7 @@ from ..api import read_input
               help="Show only the N slowest rows (0: all).")
 @click.pass_context
 def command(ctx, input, pipeline, passes, backend, per_occurrence, repeat, warmup, seed,
-            abs_bound, rel_bound, profile, json_path, resume_path, plot_path, jobs,
+            abs_bound, rel_bound, profile, paired, json_path, resume_path, plot_path, jobs,
             ray_address, top):
     """Disable each pass of a pipeline in turn; time, count kernels, check results."""
     from ..flags import DebugOptions, parse_flag_tokens
@@ -78,7 +81,7 @@ def command(ctx, input, pipeline, passes, backend, per_occurrence, repeat, warmu
     out_path = json_path or resume_path
     settings = AblateSettings(backend=backend, repeat=repeat, warmup=warmup, seed=seed,
                               abs_bound=abs_bound, rel_bound=rel_bound, profile=profile,
-                              per_occurrence=per_occurrence)
+                              per_occurrence=per_occurrence, paired=paired)
     err = _stderr()
     err.print(f"[dim]ablate: baseline of {filename} through {factory.label} on "
               f"{backend}...[/dim]")

@@ -27,7 +27,7 @@ from typing import Callable
 from ..errors import HloError
 from ..flags import DebugOptions
 from .invocations import InvocationLog, PassRow, optimize_with, plan_rows
-from .measure import Measurement, measure
+from .measure import Measurement, measure, median
 
 __all__ = ["AblateSettings", "Reference", "Sweep", "SweepContext", "run_row"]
 
@@ -44,6 +44,7 @@ class AblateSettings:
     rel_bound: float = 1e-3
     profile: bool = False
     per_occurrence: bool = False
+    paired: bool = False  # time the baseline beside every row and compare with that
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,20 @@ def _baseline_here(ctx: SweepContext, host: str, device: str) -> float:
 
 
 _BASELINE_FINGERPRINTS: dict = {}
+_BASELINE_EXECUTABLES: dict = {}
+
+
+def _baseline_executable(ctx: SweepContext):
+    """The baseline's optimized module compiled here (once per process), for --paired."""
+    from ..backends import compile as compile_module
+    from ..text.parser import parse_hlo
+    key = (ctx.reference.optimized_text, ctx.settings.backend)
+    exe = _BASELINE_EXECUTABLES.get(key)
+    if exe is None:
+        module = parse_hlo(ctx.reference.optimized_text, "<baseline>")
+        module.config = module.config.replace(debug_options=ctx.options)
+        exe = _BASELINE_EXECUTABLES[key] = compile_module(module, ctx.settings.backend)
+    return exe
 
 
 def _structure(text: str) -> int:
@@ -131,11 +146,15 @@ def _same_as_baseline(ctx: SweepContext, module) -> bool:
 def row_document(row: PassRow, status: str, *, measurement: Measurement | None = None,
                  reference: Reference | None = None, error: str | None = None,
                  note: str | None = None, baseline_time_s: float | None = None) -> dict:
-    """A row of the JSON document (see :mod:`hlo_opt.triage.report` for the shape)."""
+    """A row of the JSON document (see :mod:`hlo_opt.triage.report` for the shape).
+    A row with ``baseline_time_s`` is compared with that baseline (timed on its own
+    machine, or beside it with ``--paired``), not with the report's."""
     doc = {"pass": row.pass_name, "occurrence": row.occurrence, "status": status,
            "time_s": None, "times_s": [], "slowdown": None, "kernels": None,
            "bytes": None, "invocations": row.invocations, "changed": row.changed,
            "host": None, "device": None}
+    if measurement is not None and measurement.pair_times_s:
+        baseline_time_s = median(measurement.pair_times_s)
     if measurement is not None:
         base = baseline_time_s if baseline_time_s is not None else reference.time_s
         t = measurement.time_s
@@ -145,6 +164,8 @@ def row_document(row: PassRow, status: str, *, measurement: Measurement | None =
                    host=measurement.host, device=measurement.device)
         if baseline_time_s is not None:
             doc["baseline_time_s"] = baseline_time_s
+        if measurement.pair_times_s:
+            doc["baseline_times_s"] = list(measurement.pair_times_s)
     elif status == "no_change" and reference is not None:
         doc.update(kernels=reference.kernels, bytes=reference.bytes)
     if error is not None:
@@ -172,11 +193,13 @@ def run_row(ctx: SweepContext, row: PassRow, timing_lock=None) -> dict:
         return row_document(row, "no_change", reference=ref,
                             note="not run: the optimized module is the baseline's (up to names)")
     try:
-        m = measure(module, s.backend, args, s.repeat, s.warmup, s.profile, timing_lock)
+        pair = _baseline_executable(ctx) if s.paired else None
+        m = measure(module, s.backend, args, s.repeat, s.warmup, s.profile, timing_lock,
+                    pair)
     except Exception as e:  # noqa: BLE001
         return row_document(row, "breaks", error=f"backend {s.backend}: {_failure(e)}")
     baseline_here = None
-    if (m.host, m.device) != (ref.host, ref.device):
+    if not s.paired and (m.host, m.device) != (ref.host, ref.device):
         baseline_here = _baseline_here(ctx, m.host, m.device)
     problem = _compare(ctx, module, m.outputs)
     status = "wrong_result" if problem else "ok"

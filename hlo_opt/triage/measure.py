@@ -37,6 +37,7 @@ class Measurement:
     host: str
     device: str
     outputs: list = field(default_factory=list, repr=False)  # of the first timed run
+    pair_times_s: list[float] = field(default_factory=list)  # the paired baseline's
 
     @property
     def time_s(self) -> float:
@@ -96,12 +97,14 @@ def _kernel_count(executable, module) -> int:
 
 
 def measure(module, backend: str, args, repeat: int = 1, warmup: int = 0,
-            profile: bool = False, lock=None) -> Measurement:
+            profile: bool = False, lock=None, pair=None) -> Measurement:
     """Compile ``module`` on ``backend`` and run it ``warmup`` + ``repeat`` times on
     ``args``; the times of the ``repeat`` timed runs.  ``lock`` (a lock shared by
     concurrent workers) is held over the runs, so that timed runs never overlap while
-    compiles do.  Compile and run errors propagate (HloError for a user's module or
-    backend, anything else for a bug)."""
+    compiles do.  ``pair`` (another executable, the baseline's) is run alternately with
+    this one, first or second by turns, so both see the same machine load
+    (``pair_times_s``).  Compile and run errors propagate (HloError for a user's module
+    or backend, anything else for a bug)."""
     from ..analysis.cost import module_cost
     from ..backends import compile as compile_module
     executable = compile_module(module, backend)
@@ -110,29 +113,40 @@ def measure(module, backend: str, args, repeat: int = 1, warmup: int = 0,
         raise HloError(f"backend '{backend}' has no profile data (--profile needs an "
                        "executable with run_profiled)")
     with lock if lock is not None else _NO_LOCK:
-        outputs, times = _runs(executable, args, repeat, warmup, profile, profiled)
+        outputs, times, pair_times = _runs(executable, args, repeat, warmup, profile, pair)
     host, device = machine_of(executable, backend)
     return Measurement(times, _kernel_count(executable, module),
                        float(module_cost(module).bytes_accessed), host, device,
-                       list(outputs or []))
+                       list(outputs or []), pair_times)
 
 
 _NO_LOCK = contextlib.nullcontext()
 
 
-def _runs(executable, args, repeat, warmup, profile, profiled):
+def _timed(executable, args, profile: bool):
+    if profile:
+        result, seconds = executable.run_profiled(args)
+    else:
+        start = time.perf_counter()
+        result = executable.run(args)
+        seconds = time.perf_counter() - start
+    return result, float(seconds)
+
+
+def _runs(executable, args, repeat, warmup, profile, pair):
     outputs = None
     for _ in range(warmup):
         executable.run(args)
-    times = []
-    for _ in range(repeat):
-        if profile:
-            result, seconds = profiled(args)
-        else:
-            start = time.perf_counter()
-            result = executable.run(args)
-            seconds = time.perf_counter() - start
-        times.append(float(seconds))
+        if pair is not None:
+            pair.run(args)
+    times, pair_times = [], []
+    for i in range(repeat):
+        if pair is not None and i % 2 == 0:
+            pair_times.append(_timed(pair, args, profile)[1])
+        result, seconds = _timed(executable, args, profile)
+        times.append(seconds)
+        if pair is not None and i % 2 == 1:
+            pair_times.append(_timed(pair, args, profile)[1])
         if outputs is None:
             outputs = result
-    return outputs, times
+    return outputs, times, pair_times

@@ -7,9 +7,11 @@
 
 ``slowdown`` = ``time_s`` / the baseline's ``time_s``; ``error`` only for ``breaks`` and
 ``wrong_result``.  Keys beyond those (``input``, ``per_occurrence``, ``seed``, the
-bounds; per row ``bytes``, ``invocations``, ``changed``, ``host``, ``device``, ``note``
-for ``no_change``, ``baseline_time_s`` for a row timed on another machine) are
-additions a script may ignore.  Rows are in pipeline order; a ``no_change`` or
+bounds, ``paired``; per row ``bytes``, ``invocations``, ``changed``, ``host``,
+``device``, ``note`` for ``no_change``) are additions a script may ignore, except one:
+a row with ``baseline_time_s`` (timed on another machine than the report's baseline,
+or ``--paired``: the baseline timed beside it, ``baseline_times_s``) has its
+``slowdown`` against that baseline.  Rows are in pipeline order; a ``no_change`` or
 ``breaks`` row has ``time_s``/``slowdown`` null and ``times_s`` empty.
 """
 from __future__ import annotations
@@ -32,7 +34,8 @@ def new_document(module_name: str, filename: str, pipeline: str, settings,
             "repeat": settings.repeat, "baseline": dict(baseline), "passes": [],
             "input": filename, "per_occurrence": settings.per_occurrence,
             "seed": settings.seed, "abs_error_bound": settings.abs_bound,
-            "rel_error_bound": settings.rel_bound, "profile": settings.profile}
+            "rel_error_bound": settings.rel_bound, "profile": settings.profile,
+            "paired": settings.paired}
 
 
 def write_document(path: str, document: dict) -> None:
@@ -61,7 +64,7 @@ def check_resumable(doc: dict, module_name: str, pipeline: str, settings,
     """The resumed report must be the same experiment; its baseline the same module."""
     want = {"module": module_name, "pipeline": pipeline, "backend": settings.backend,
             "repeat": settings.repeat, "per_occurrence": settings.per_occurrence,
-            "seed": settings.seed}
+            "seed": settings.seed, "paired": settings.paired}
     for key, value in want.items():
         if doc.get(key) != value:
             raise HloError(f"--resume: the report is for {key} {doc.get(key)!r}, this sweep "

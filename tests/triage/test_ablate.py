@@ -260,3 +260,16 @@ def test_cpu_backend_gives_the_interpreters_statuses():
     _, cpu = _sweep(settings=AblateSettings(backend="cpu", repeat=1, warmup=0))
     assert statuses(cpu) == statuses(interp)
     assert cpu["backend"] == "cpu" and cpu["baseline"]["device"]
+
+
+def test_paired_rows_are_compared_with_the_baseline_timed_beside_them():
+    sweep, doc = _sweep(settings=AblateSettings(repeat=3, warmup=0, paired=True))
+    ran = [r for r in doc["passes"] if r["times_s"]]
+    assert ran and doc["paired"] is True
+    for r in ran:
+        assert len(r["baseline_times_s"]) == 3
+        assert r["baseline_time_s"] == pytest.approx(sorted(r["baseline_times_s"])[1])
+        assert r["slowdown"] == pytest.approx(r["time_s"] / r["baseline_time_s"])
+    with pytest.raises(HloError, match="paired"):
+        _sweep(settings=AblateSettings(repeat=3, warmup=0),  # paired resumes only paired
+               resume={**doc, "passes": []})
