@@ -49,7 +49,7 @@ from ..api import read_input
 @click.option("--plot", "plot_path", default=None,
               help="Draw the slowdowns as a bar chart (.png, .svg or .pdf; matplotlib).")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Rows in parallel over N local processes (timings then share CPUs).")
+              help="Rows in parallel over N local processes (timed runs take turns).")
 @click.option("--ray", "ray_address", default=None,
               help="Rows as Ray tasks: 'local' (a private loopback instance), 'auto' "
                    "(the running cluster) or a cluster address.")
@@ -59,7 +59,8 @@ from ..api import read_input
 def command(ctx, input, pipeline, passes, backend, per_occurrence, repeat, warmup, seed,
             abs_bound, rel_bound, profile, paired, json_path, resume_path, plot_path, jobs,
             ray_address, top):
-    """Disable each pass of a pipeline in turn; time, count kernels, check results."""
+    """Disable each pass of a pipeline in turn; time, count kernels, check results
+    (--xla_* flags apply to every variant)."""
     from ..flags import DebugOptions, parse_flag_tokens
     from ..passes_api import PipelineFactory
     from ..triage.ablate import AblateSettings, Sweep
