@@ -29,8 +29,8 @@ from .flags import DebugOptions
 from .ir.config import HloModuleConfig
 from .pipeline import Pipeline, PipelineRunner, ProgressEvent
 
-__all__ = ["TRANSFORMS_PIPELINE", "build_pipeline", "optimize", "pass_names",
-           "pipeline_names", "write_stats_json"]
+__all__ = ["TRANSFORMS_PIPELINE", "PipelineFactory", "build_pipeline", "optimize",
+           "pass_names", "pipeline_names", "write_stats_json"]
 
 TRANSFORMS_PIPELINE = "transforms_pipeline"
 
@@ -59,12 +59,47 @@ def build_pipeline(passes: "str | Iterable[str] | None" = None, pipeline: str | 
     raise PassError("nothing to run: give --passes or --pipeline")
 
 
+class PipelineFactory:
+    """Builds fresh pipelines from ``--passes`` / ``--pipeline`` for the libraries that run
+    a pipeline many times (:mod:`hlo_opt.triage`: ablate, bisect), in this process or in
+    worker processes (it pickles as its two strings).  Unknown names fail at once."""
+
+    def __init__(self, passes: "str | None" = None, pipeline: str | None = None):
+        if isinstance(passes, (list, tuple)):
+            passes = ",".join(passes)
+        self.passes = passes
+        self.pipeline = pipeline
+        build_pipeline(passes, pipeline)  # raises PassError for unknown names
+
+    @property
+    def label(self) -> str:
+        """The pipeline's name (``transforms_pipeline`` for ``--passes``)."""
+        return self.pipeline if self.pipeline is not None else TRANSFORMS_PIPELINE
+
+    def __call__(self, options: DebugOptions | None = None):
+        """A new pipeline built for ``options`` (the runner installs the same options in
+        the module's config, which is what the passes read)."""
+        return build_pipeline(self.passes, self.pipeline, config_for(options))
+
+    def single(self, name: str, options: DebugOptions | None = None):
+        """``--passes NAME``: the one registered pass (for reproducers)."""
+        return build_pipeline(name, None, config_for(options))
+
+    def __repr__(self):
+        return f"PipelineFactory(passes={self.passes!r}, pipeline={self.pipeline!r})"
+
+
+def config_for(options: DebugOptions | None) -> HloModuleConfig:
+    """The module config a pipeline is built for: ``options`` on the default device."""
+    return HloModuleConfig(debug_options=options if options is not None else DebugOptions())
+
+
 def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=None,
              verify_no_change: bool = False, stats_path: str | None = None,
              summary: bool = False, *, module_id: int = 0,
              progress: Callable[[ProgressEvent], None] | None = None,
              on_stats: Callable | None = None, dump_directory=None,
-             verifier="default", autotune=None):
+             verifier="default", autotune=None, observer=None):
     """Run ``passes`` (comma list or names) or the named ``pipeline`` on ``module`` in place;
     returns the module.
 
@@ -77,6 +112,7 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     ``autotune``: an :class:`~hlo_opt.autotune.AutotuneSession` the algorithm pickers use
     (none: they change nothing); its counters go into the stats, and its results file
     (``--xla_gpu_dump_autotune_results_to``) is rewritten after the run.
+    ``observer`` is told about every pass invocation (see :class:`PipelineRunner`).
     """
     from .dump.naming import (AFTER_OPTIMIZATION, AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATION,
                               BEFORE_OPTIMIZATIONS)
@@ -101,7 +137,7 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     dumper.dump_module(module, BEFORE_OPTIMIZATION if singular else BEFORE_OPTIMIZATIONS)
     runner = PipelineRunner(options, verifier=verifier, verify_no_change=verify_no_change,
                             dumper=dumper if dumping else None, stats=stats,
-                            progress=progress)
+                            progress=progress, observer=observer)
     t0 = time.perf_counter()
     tuned_before = autotune.stats.to_json() if autotune is not None else None
     runner.run(pipe, module)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 
 from hlo_opt.ir.opcodes import SIDE_EFFECT_POSSIBLE
+from hlo_opt.fuel import consume_fuel
 from hlo_opt.relaxed_gc import relaxed_gc
 
 from .dce import SideEffects, control_successor_set, remove_instruction_and_unused_operands
@@ -120,6 +121,8 @@ def _combine_constants(comp) -> bool:
             ctrl = control_successor_set(comp)
         if inst.control_predecessors or inst in ctrl:
             continue
+        if not consume_fuel("cse", lambda: f"constant %{inst.name} => %{first.name}"):
+            continue
         inst.replace_all_uses_with(first)
         if inst.user_count == 0 and inst is not comp.root:
             remove_instruction_and_unused_operands(comp, inst, ctrl_successors=ctrl)
@@ -164,6 +167,9 @@ def _dedupe_iota_operands(inst, comp) -> bool:
         for j in range(i + 1, len(ops)):
             b = ops[j]
             if b is a or b.opcode != "iota" or _iota_id(a) != _iota_id(b):
+                continue
+            if not consume_fuel("cse", lambda: f"operand {j} of %{inst.name}: iota "
+                                              f"%{b.name} => %{a.name}"):
                 continue
             inst.replace_operand(j, a)
             changed = True
@@ -215,6 +221,8 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
                 representatives[key] = inst
                 changed |= _dedupe_iota_operands(inst, comp)
                 continue
+        if not consume_fuel("cse", lambda: f"%{inst.name} => %{rep.name}"):
+            continue
         inst.replace_all_uses_with(rep)
         remove_instruction_and_unused_operands(comp, inst, effects, ctrl)
         changed = True

@@ -70,6 +70,7 @@ from passes.scatter_expander import ScatterExpander
 from passes.simplify_sorts import SortSimplifier
 from passes.slice_sinker import SliceSinker
 from passes.stable_sort_expander import StableSortExpander
+from passes.test_only import TestOnlyBreakVerifier, TestOnlyCrash, TestOnlyMiscompile
 from passes.transpose_folding import TransposeFolding
 from passes.tuple_simplifier import TupleSimplifier
 from passes.while_loop_constant_sinking import WhileLoopConstantSinking
@@ -141,6 +142,9 @@ PASSES: dict[str, type] = {
     "simplify-while-loops": WhileLoopSimplifier,
     "slice-sinker": SliceSinker,
     "stable-sort-expander": StableSortExpander,
+    "test-only-break-verifier": TestOnlyBreakVerifier,  # wrong on purpose: bisect's tests
+    "test-only-crash": TestOnlyCrash,
+    "test-only-miscompile": TestOnlyMiscompile,
     "transpose-folding": TransposeFolding,
     "triangular-solve-rewriter": TriangularSolveRewriter,
     "tuple-simplifier": TupleSimplifier,

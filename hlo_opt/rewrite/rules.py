@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from hlo_opt.fuel import consume_fuel, has_fuel, limited
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.rewrite.builder import Builder
@@ -497,6 +498,7 @@ class RewriteCtx:
     inexact_fired: Counter = field(default_factory=Counter)
     ctrl_succ: set = field(default_factory=set)
     inexact: bool = False  # a rule sets this when one particular firing may change floats
+    fuel: str | None = None  # the pass name whose fuel (--xla_fuel) each rewrite consumes
 
     @property
     def module(self):
@@ -532,10 +534,13 @@ def _sharding_conflict(old: Instruction, new: Instruction, created) -> bool:
 def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction, cands=None):
     """Apply the first matching rule to ``inst``; returns the replacement, CHANGED or None.
     ``cands``: ``rules.candidates(inst)`` when the caller has it already."""
+    fuel = ctx.fuel
     for r in (cands if cands is not None else rules.candidates(inst)):
         binds = r.m(inst)
         if binds is None or (r.when is not None and not r.when(ctx.opts)):
             continue
+        if fuel is not None and not has_fuel(fuel):
+            return None  # out of fuel: no more rewrites (asked before an in-place edit)
         b = ctx.b
         ctx.inst = inst
         mark = len(b.created)
@@ -547,6 +552,8 @@ def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction, cands=None):
                 b.discard_since(mark)
             continue
         if res is CHANGED:
+            if fuel is not None:
+                consume_fuel(fuel, lambda: f"{r.label} (in place) at %{inst.name}")
             ctx.fired[r.label] += 1
             if not r.exact or ctx.inexact:
                 ctx.inexact_fired[r.label] += 1
@@ -559,6 +566,8 @@ def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction, cands=None):
                 _sharding_conflict(inst, res, b.created_set):
             b.discard_since(mark)
             continue
+        if fuel is not None:
+            consume_fuel(fuel, lambda: f"{r.label} at %{inst.name}")
         ctx.fired[r.label] += 1
         if not r.exact or ctx.inexact:
             ctx.inexact_fired[r.label] += 1
@@ -595,16 +604,20 @@ _MAX_TRIES = 8  # rewrites of one visited instruction (and its replacements) per
 
 def run_rules(comp: Computation, rules: Rules, opts, fired: Counter | None = None,
               inexact: Counter | None = None, max_sweeps: int = 50,
-              skip: Callable[[Instruction], bool] | None = None) -> bool:
+              skip: Callable[[Instruction], bool] | None = None,
+              fuel: str | None = None) -> bool:
     """Sweep ``comp`` in post order applying ``rules`` until a sweep changes nothing.
 
     Each sweep visits the instructions in the post order taken at its start; an
     instruction none of whose rules can match (:meth:`Rules.candidates`) costs one
     lookup.  A rule's replacement is tried again at once (bounded), the way XLA's visitor
-    would meet it on its next run, so chains collapse in one sweep."""
+    would meet it on its next run, so chains collapse in one sweep.  ``fuel``: the pass
+    name each rewrite takes a unit of ``--xla_fuel`` from (checked only when limited)."""
     changed = False
     b = Builder(comp)
     ctx = RewriteCtx(comp, opts, b)
+    if fuel is not None and limited(fuel):
+        ctx.fuel = fuel
     rules = rules.for_options(opts)
     candidates = rules.candidates
     for _ in range(max_sweeps):

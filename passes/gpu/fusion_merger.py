@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 
 from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
                                           fusion_fits_in_budget, is_input_fusible_reduction,
@@ -107,7 +108,8 @@ class FusionMerger:
                     continue
                 if producer in tainted or any(u in tainted for u in producer.users):
                     continue
-                if self.should_fuse(producer, info) is None:
+                if self.should_fuse(producer, info) is None and consume_fuel(
+                        self.name, lambda: f"merge %{producer.name} into its users"):
                     self._fuse_into_all_users(comp, producer, info)
                     changed = True
         return changed

@@ -22,6 +22,7 @@ gathers / overlapping windows, at most 96 operands + outputs, 8 unnested reducti
 from __future__ import annotations
 
 from hlo_opt.analysis.reachability import Reachability
+from hlo_opt.fuel import consume_fuel
 
 from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation,
                                           is_input_fusible, effectively_at_most_unary,
@@ -214,6 +215,9 @@ class GpuInstructionFusion:
                     continue
                 if rules.should_fuse(inst, i):
                     continue
+                if not consume_fuel(self.name, lambda: f"fuse %{operand.name} into "
+                                                       f"%{inst.name}"):
+                    continue  # --xla_fuel spent
                 fusion = rules.fuse(operand, inst, comp)
                 changed = True
                 index[fusion] = len(queue)

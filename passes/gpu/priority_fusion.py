@@ -31,6 +31,7 @@ from heapq import heappush
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 
 from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
                                           MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
@@ -420,6 +421,9 @@ class GpuPriorityFusion:
             for consumer in consumers:
                 if consumer.opcode == "bitcast" or consumer.parent is not comp:
                     continue
+                if not consume_fuel(self.name, lambda: f"fuse %{producer.name} into "
+                                                       f"%{consumer.name}"):
+                    continue  # --xla_fuel spent: this fusion is not made
                 # queue.invalidate(producer), queue.invalidate(consumer)
                 for x in (producer, consumer):
                     can_fuse_cache.pop(x, None)
@@ -485,7 +489,9 @@ class GpuPriorityFusion:
                 continue
             for user in list(constant.users):
                 if user not in self.tainted and gpu_fusible(user) and not can_emit_input_fused_scatter(constant, user) and \
-                        user.parent is comp:
+                        user.parent is comp and consume_fuel(
+                            self.name, lambda: f"fuse constant %{constant.name} into "
+                                               f"%{user.name}"):
                     self._fuse(constant, user, comp)
                     changed = True
             if constant.parent is comp and constant.user_count == 0 and not constant.is_root:
