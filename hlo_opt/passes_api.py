@@ -13,7 +13,7 @@ import time
 from typing import Callable, Iterable
 
 from .errors import PassError
-from .fileutil import write_atomic
+from .fileutil import write_output
 from .flags import DebugOptions
 from .pipeline import Pipeline, PipelineRunner, ProgressEvent
 
@@ -110,4 +110,4 @@ def write_stats_json(path: str, stats_list: list) -> None:
     if path == "-":
         sys.stderr.write(text)
     else:
-        write_atomic(path, text)
+        write_output(path, text)

@@ -48,11 +48,11 @@ def _diff(a, b, options, label_a: str, label_b: str):
 
 
 def _write(path: str, text: str) -> None:
-    from ..fileutil import write_atomic
+    from ..fileutil import write_output
     try:
-        write_atomic(path, text)
-    except OSError as e:
-        raise DiffError(f"{path}: error: cannot write ({e.strerror})") from None
+        write_output(path, text)
+    except HloError as e:
+        raise DiffError(str(e)) from None
 
 
 def _emit(text: str, fmt) -> None:

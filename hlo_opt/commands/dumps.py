@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from ..dump.inspect import read_dump_dir
 
 
 def _fmt_count(before, after) -> str:

@@ -248,16 +248,19 @@ def write_shared_assets(dump_dir: str) -> str:
     return the relative href pages pass as ``asset_dir_href``."""
     target = os.path.join(dump_dir, SHARED_ASSETS_DIR)
     os.makedirs(target, exist_ok=True)
+    if os.path.islink(target):  # never write through a link planted in the dump directory
+        raise OSError(f"{target} is a symbolic link; not followed")
     for name in SHARED_FILES:
         data = (ASSETS / name).read_bytes()
         path = os.path.join(target, name)
         try:
-            with open(path, "rb") as f:
-                if f.read() == data:
-                    continue
+            if not os.path.islink(path):
+                with open(path, "rb") as f:
+                    if f.read() == data:
+                        continue
         except OSError:
             pass
-        write_atomic(path, data)
+        write_atomic(path, data)  # a rename: replaces a link at ``path``, never follows it
         os.chmod(path, 0o644)  # mkstemp made it 0600; pages are read by browsers/servers
     return SHARED_ASSETS_DIR
 

@@ -59,12 +59,15 @@ def test_stdin():
     assert "%n = f32[4]{0} negate(f32[4]{0} %p)" in out
 
 
-def test_split_input_file_joins_outputs_with_a_newline():
+def test_split_input_file_keeps_the_separators():
     second = SMALL.replace("small", "second").replace("negate", "abs")
     text = SMALL + "// -----\n" + second
     out = invoke(["--split-input-file", "-"], input=text).output
     first_text, second_text = parse_hlo(SMALL).to_text(), parse_hlo(second).to_text()
-    assert out == first_text + "\n" + second_text
+    assert out == first_text + "\n// -----\n" + second_text
+    # the output reads back as the same modules
+    again = invoke(["--split-input-file", "-"], input=out).output
+    assert again == out
 
 
 def test_without_split_a_separator_is_just_a_comment():
