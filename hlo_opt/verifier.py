@@ -350,6 +350,10 @@ def _verify_instruction(inst, comp, comp_set, entry, names, errors, operand_sets
         if p.parent is not comp or p not in insts:
             errors.add(comp, inst, f"control predecessor %{p.name} is not in this "
                        "computation")
+    if not inst.called and inst.called_attr is not None and inst.opcode != "custom-call":
+        attr = inst.called_attr if isinstance(inst.called_attr, str) else inst.called_attr[0]
+        errors.add(comp, inst, f"{attr}= names no computation")
+        ok = False
     if inst.called:
         if inst.opcode not in CALLERS:
             errors.add(comp, inst, f"{inst.opcode} cannot call computations")
