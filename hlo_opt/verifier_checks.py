@@ -9,8 +9,10 @@ cover.  Each returns a message (the module is rejected) or None.
 """
 from __future__ import annotations
 
+import json
 import re
 
+from .ir.attributes import AttrSyntaxError, parse_string
 from .ir.replica_groups import ReplicaGroupsError, parse_replica_groups
 
 MAX_CONFIG_DEPTH = 100  # protobuf's JSON parser stops at 100 as well
@@ -32,6 +34,9 @@ def library_call_problem(inst) -> str | None:
     if limits is None:
         return None
     low, high = limits
+    config = _json_config(inst)
+    if config is None:
+        return f"backend_config of custom-call {target} is not a JSON object"
     n = len(inst.operands)
     if not low <= n <= high:
         want = str(low) if low == high else f"{low} to {high}"
@@ -52,6 +57,18 @@ def library_call_problem(inst) -> str | None:
     elif min(op.shape.rank for op in inst.operands[:2]) < 1:
         return f"custom-call {target}: operands must have rank >= 1"
     return None
+
+
+def _json_config(inst):
+    """The backend_config as a dict ({} when absent), None when it is not a JSON object."""
+    raw = inst.attrs.get("backend_config", "").strip()
+    try:
+        if raw.startswith('"'):
+            raw = parse_string(raw)
+        config = json.loads(raw) if raw else {}
+    except (ValueError, AttrSyntaxError, RecursionError):
+        return None
+    return config if isinstance(config, dict) else None
 
 
 def replica_groups_problem(inst) -> str | None:

@@ -250,6 +250,9 @@ def tuple_limits(shape: "Shape") -> str | None:
 _ARRAY_RE = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\]")
 _LAYOUT_RE = re.compile(r"\{([0-9,\s]*)(?::((?:[^{}()]|\([^{}()]*\)|\{[^{}()]*\})*))?\}")
 _prefix_cache: dict[str, tuple[Shape, int]] = {}
+# what a layout's tail (tiles, element size, memory space, ...) never holds: kept verbatim,
+# it must print back as it parsed
+_BAD_TAIL_RE = re.compile(r"[\[\]\"'<>=%;]")
 
 
 def parse_shape_at(text: str, pos: int, depth: int = 0) -> tuple[Shape, int]:
@@ -325,6 +328,9 @@ def parse_shape_at(text: str, pos: int, depth: int = 0) -> tuple[Shape, int]:
         if m2m and sorted(m2m) != list(range(len(dims))):
             raise ShapeSyntaxError(f"layout {{{m2m_text[:40]}}} is not a permutation of the "
                                    f"dimensions 0..{len(dims) - 1}", pos)
-        layout = Layout(m2m, (lm.group(2) or "").strip())
+        tail = (lm.group(2) or "").strip()
+        if _BAD_TAIL_RE.search(tail):
+            raise ShapeSyntaxError("bad layout", pos)
+        layout = Layout(m2m, tail)
         pos = lm.end()
     return Shape(etype, dims, dynamic, layout), pos
