@@ -87,7 +87,12 @@ def print_summary(stats_list, console=None) -> None:
 @click.option("--pass", "pass_name", default=None, help="Show only runs of this pass.")
 def command(directory, as_json, pass_name):
     """Show the pass timeline of a dump directory (--xla_dump_to; ours or XLA's)."""
+    from ..dump.inspect import read_dump_dir
+    from ..errors import HloError
     timelines = read_dump_dir(directory)
+    if not timelines:
+        raise HloError(f"{directory}: error: no module dumps here (files named "
+                       "module_NNNN.*, as --xla_dump_to writes them)")
     if as_json:
         doc = {"directory": directory, "modules": []}
         for t in timelines:
@@ -99,9 +104,6 @@ def command(directory, as_json, pass_name):
         return
     from rich.console import Console
     console = Console()
-    if not timelines:
-        console.print(f"no module dumps in {directory}")
-        return
     for t in timelines:
         console.print(timeline_table(t, pass_name))
         if t.totals and pass_name is None:
