@@ -135,6 +135,14 @@ def parse_literal(text: str, shape: Shape) -> Literal:
                 values = [int(t, 0) if t.startswith(("0x", "-0x")) else int(t) for t in toks]
             except ValueError:
                 raise LiteralSyntaxError(f"bad integer in literal '{body[:60]}'") from None
+            if values and et != "u64":
+                info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+                lo, hi = (int(info.min), int(info.max)) if info is not None else (None, None)
+                if lo is not None and not lo <= min(values) <= max(values) <= hi:
+                    bad = next(v for v in values if not lo <= v <= hi)
+                    raise LiteralSyntaxError(f"{str(bad)[:30]} is out of range for {et}")
+            elif values and not 0 <= min(values) <= max(values) < 2**64:
+                raise LiteralSyntaxError(f"a value is out of range for {et}")
     n = shape.num_elements()
     count = len(values)
     if count != n:
