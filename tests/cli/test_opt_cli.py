@@ -119,3 +119,22 @@ def test_garbage_on_stdin_is_a_clean_error(text):
     assert proc.returncode == 1
     assert proc.stderr.startswith("<stdin>:") and ": error: " in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_summary_shares_are_of_the_total_and_say_where_the_rest_went():
+    import re
+    from rich.console import Console
+    from hlo_opt import passes_api
+    from hlo_opt.commands.dumps import print_summary
+    from hlo_opt.flags import DebugOptions
+    collected = []
+    passes_api.optimize(parse_hlo(SORT.read_text()), DebugOptions(), pipeline="optimization",
+                        on_stats=collected.append)
+    console = Console(record=True, width=200)
+    print_summary(collected, console)
+    text = console.export_text()
+    assert "outside passes" in text
+    total = re.search(r"total\s+│\s+│\s+│\s+([\d.]+)\s+│\s+100%", text)
+    assert total and abs(float(total.group(1)) - collected[0].total_ms) < 0.01
+    shares = [int(s) for s in re.findall(r"│\s+(\d+)%\s+│", text)]
+    assert shares[-1] == 100 and 95 <= sum(shares[:-1]) <= 105  # rounding only
