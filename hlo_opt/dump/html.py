@@ -185,7 +185,8 @@ def encode_data(data: dict) -> tuple[str, str]:
     """(encoding, text) for the <script type="application/json"> element."""
     raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     if len(raw) > COMPRESS_ABOVE:
-        packed = gzip.compress(raw.encode("utf-8"), compresslevel=6, mtime=0)
+        # level 1: a third of level 6's time for pages a few percent larger
+        packed = gzip.compress(raw.encode("utf-8"), compresslevel=1, mtime=0)
         return "gzip+base64", base64.b64encode(packed).decode("ascii")
     return "json", _script_safe_json(raw)
 
