@@ -28,6 +28,8 @@ def main() -> int:
     ap.add_argument("--case-seconds", type=float, default=30, help="time limit of one case")
     ap.add_argument("--memory-gb", type=float, default=4, help="address-space limit")
     ap.add_argument("--save", default=None, help="directory for the inputs of findings")
+    ap.add_argument("--max-chars", type=int, default=20_000,
+                    help="sources larger than this are left out (big ones are slow cases)")
     args = ap.parse_args()
     if args.memory_gb:
         limit = int(args.memory_gb * 2**30)
@@ -35,7 +37,7 @@ def main() -> int:
     counts: collections.Counter = collections.Counter()
     start = time.monotonic()
     deadline = start + args.minutes * 60 if args.minutes else None
-    srcs = sources()
+    srcs = sources(max_chars=args.max_chars)
 
     class Stop(Exception):
         pass

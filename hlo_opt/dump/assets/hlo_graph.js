@@ -457,7 +457,8 @@
     return new Promise(function (resolve, reject) {
       var id = ++layouter.seq;
       var timer = setTimeout(function () {
-        var err = new Error('Graphviz did not finish within ' + Math.round(limitMs / 1000) + ' s');
+        var err = new Error('Graphviz did not finish within ' + (limitMs >= 1000 ?
+          Math.round(limitMs / 1000) + ' s' : limitMs + ' ms'));
         err.timedOut = true;
         stopWorker(err);
       }, limitMs);
@@ -483,6 +484,17 @@
         rank.set(n.id, Math.min(r, nodes.length));
       });
     }
+    // sources (parameters, constants) sit just above their first user, not all on top
+    var succ = new Map();
+    plain.edges.forEach(function (e) {
+      if (rank.has(e.src) && rank.has(e.dst) && e.src !== e.dst) {
+        var r = rank.get(e.dst);
+        succ.set(e.src, Math.min(succ.has(e.src) ? succ.get(e.src) : r, r));
+      }
+    });
+    nodes.forEach(function (n) {
+      if (!preds.get(n.id).length && succ.has(n.id)) rank.set(n.id, Math.max(succ.get(n.id) - 1, 0));
+    });
     var layers = [];
     nodes.forEach(function (n) { var r = rank.get(n.id); (layers[r] = layers[r] || []).push(n); });
     var widest = 0;
@@ -599,8 +611,9 @@
     if (built.moreOperands) notes.push(built.moreOperands + ' operand list(s) longer than ' + FANIN_CAP +
                                        ' collapsed into "\u2026 more operands" nodes');
     if (!built.labels) notes.push('edge shape labels left out (' + built.edges + ' edges)');
-    if (how === 'fallback') notes.push((why || 'Graphviz is still laying out') +
-                                       ': a simple layered drawing is shown');
+    if (how === 'fallback') notes.push(why ? why + ': a simple layered drawing is shown'
+                                       : 'Graphviz is still laying out: a simple layered ' +
+                                         'drawing is shown meanwhile');
     return notes;
   }
 
@@ -658,7 +671,8 @@
     if (fitScale >= MIN_READABLE_SCALE) return;
     var s = Math.max(Math.min(box.width / state.home.w, 1), MIN_READABLE_SCALE);
     var w = box.width / s, h = box.height / s;
-    var cx = state.home.x + state.home.w / 2, cy = state.home.y + h / 2;
+    // without a centre: the top-left corner (never a view that cuts the graph's left side)
+    var cx = state.home.x + w / 2, cy = state.home.y + h / 2;
     var el = centre !== null && centre !== undefined ? svg.querySelector('.node.i' + centre) : null;
     if (el) {
       var r = el.getBoundingClientRect();
