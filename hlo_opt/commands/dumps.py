@@ -36,7 +36,7 @@ def timeline_table(timeline, pass_name: str | None = None):
                   default=4)
     table.add_column("step", justify="right")
     table.add_column("pipeline", overflow="ellipsis", no_wrap=True, max_width=24)
-    table.add_column("pass", no_wrap=True, min_width=min(longest, 48))
+    table.add_column("pass", no_wrap=True, min_width=min(longest, 40))
     table.add_column("changed", justify="center")
     table.add_column("instructions", justify="right")
     table.add_column("fusions", justify="right")
@@ -114,7 +114,8 @@ def command(directory, as_json, pass_name):
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return
     from rich.console import Console
-    console = Console()
+    # piped (CI logs, FileCheck): wide enough that no column is cut; a terminal: its width
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     for t in timelines:
         console.print(timeline_table(t, pass_name))
         if t.totals and pass_name is None:
