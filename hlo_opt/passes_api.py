@@ -2,7 +2,11 @@
 
 ``optimize(module, options, passes="dce,cse")`` runs the passes once each, in order, as
 XLA's ``HloPassPipeline "transforms_pipeline"``; ``pipeline="optimization"`` runs a named
-pipeline from ``passes/pipelines.py``.  Dumps (``--xla_dump_to`` and friends), per-pass
+pipeline from ``passes/pipelines.py``.  The options become the module's
+``config.debug_options`` (what its passes read).
+
+This is the app layer's entry point (with the CLI and ``commands/``): it connects pass
+and pipeline names to ``passes/``; the core below it never imports ``passes/``.  Dumps (``--xla_dump_to`` and friends), per-pass
 statistics, verification and ``--verify-no-change`` are all wired here; nothing prints
 except the optional plain-text summary.
 """
@@ -12,9 +16,15 @@ import sys
 import time
 from typing import Callable, Iterable
 
+from passes.pipelines import build_pipeline as _build_named
+from passes.pipelines import pipeline_names as _pipeline_names
+from passes.registry import create_pass
+from passes.registry import pass_names as _pass_names
+
 from .errors import PassError
 from .fileutil import write_output
 from .flags import DebugOptions
+from .ir.config import HloModuleConfig
 from .pipeline import Pipeline, PipelineRunner, ProgressEvent
 
 __all__ = ["TRANSFORMS_PIPELINE", "build_pipeline", "optimize", "pass_names",
@@ -25,26 +35,25 @@ TRANSFORMS_PIPELINE = "transforms_pipeline"
 
 def pass_names() -> list[str]:
     """Registered pass names, sorted (``hlo-opt --list-passes`` joins them with commas)."""
-    from passes.registry import pass_names as names
-    return names()
+    return _pass_names()
 
 
 def pipeline_names() -> list[str]:
-    from passes.pipelines import pipeline_names as names
-    return names()
+    return _pipeline_names()
 
 
-def build_pipeline(passes: "str | Iterable[str] | None" = None, pipeline: str | None = None):
+def build_pipeline(passes: "str | Iterable[str] | None" = None, pipeline: str | None = None,
+                   config: HloModuleConfig | None = None):
     """``--passes a,b``: ``Pipeline("transforms_pipeline", [a, b])`` (each once, in order);
-    ``--pipeline NAME``: the named pipeline.  Unknown names raise :class:`PassError`."""
+    ``--pipeline NAME``: the named pipeline, built for ``config``.  Unknown names raise
+    :class:`PassError`."""
     if passes is not None and pipeline is not None:
         raise PassError("--passes and --pipeline cannot be used together")
     if passes is not None:
         names = passes.split(",") if isinstance(passes, str) else list(passes)
-        return Pipeline(TRANSFORMS_PIPELINE, names)
+        return Pipeline(TRANSFORMS_PIPELINE, [create_pass(n) for n in names])
     if pipeline is not None:
-        from passes.pipelines import build_pipeline as build_named
-        return build_named(pipeline)
+        return _build_named(pipeline, config)
     raise PassError("nothing to run: give --passes or --pipeline")
 
 
@@ -70,9 +79,8 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     from .dump.writer import DumpConfig, DumpDirectory, ModuleDumper
 
     options = options if options is not None else DebugOptions()
-    from passes.gpu._options import set_current_options
-    set_current_options(options)  # GPU passes read their xla_gpu_* flags from here
-    pipe = build_pipeline(passes, pipeline)
+    module.config = module.config.replace(debug_options=options)  # what the passes read
+    pipe = build_pipeline(passes, pipeline, module.config)
     if dump_directory is None:
         dump_directory = DumpDirectory(DumpConfig.from_options(options))
     dumper = ModuleDumper(dump_directory, module_id, options)

@@ -42,12 +42,10 @@ log = logging.getLogger("hlo_opt.pipeline")
 # ---- pipelines as data ------------------------------------------------------------------
 
 def _as_item(item):
-    """A pass name (resolved through the registry), a pass object, a Pipeline or a Fixpoint."""
+    """A pass object, a Pipeline or a Fixpoint.  Pass *names* are the app layer's business
+    (``passes.registry.create_pass``): the core never imports ``passes/``."""
     if isinstance(item, (Pipeline, Fixpoint)):
         return item
-    if isinstance(item, str):
-        from passes.registry import create_pass
-        return create_pass(item)
     if isinstance(getattr(item, "name", None), str) and callable(getattr(item, "run", None)):
         return item
     raise TypeError(f"not a pass, Pipeline or Fixpoint: {item!r}")
@@ -65,7 +63,7 @@ class Pipeline:
             self.add(item)
 
     def add(self, item):
-        """Append a pass (object or registered name), a Pipeline or a Fixpoint; returns it."""
+        """Append a pass object, a Pipeline or a Fixpoint; returns it."""
         item = _as_item(item)
         self.items.append(item)
         return item
@@ -86,7 +84,7 @@ class Pipeline:
 class Fixpoint:
     """Run ``body`` until it reports no change, at most ``max_iterations`` times (HloPassFix).
 
-    ``body`` is a Pipeline, a pass (object or name), another Fixpoint, or a list of passes
+    ``body`` is a Pipeline, a pass object, another Fixpoint, or a list of passes
     (wrapped in ``Pipeline(name or "fixpoint", ...)``).  Hitting the limit logs a warning and
     reports *no change*, as XLA does (unless a no-change check is active, where that would be
     a lie).  The fixpoint's name is its body's name, as for ``HloPassFix<Pass>``.
@@ -182,13 +180,26 @@ class PipelineRunner:
     def __init__(self, options: DebugOptions | None = None, *, verifier="default",
                  verify_no_change: bool = False, dumper=None, stats=None,
                  progress: Callable[[ProgressEvent], None] | None = None):
-        self.options = options if options is not None else DebugOptions()
         self.verifier = _default_verifier if verifier == "default" else verifier
         self.dumper = dumper
         self.stats = stats
         self.progress = progress
-        opts = self.options
-        self._check_silent = verify_no_change or \
+        self._verify_no_change = verify_no_change
+        self._global_occurrence: Counter = Counter()
+        self._next_pass_id = 1
+        self._leaf_index = 0
+        self._total = 0
+        self._last_record = None
+        self._last_changed_record = None
+        self._iteration = 0  # iteration of the innermost running fixpoint
+        self._install = options is not None
+        self.options: DebugOptions | None = None
+        if options is not None:
+            self._configure(options)
+
+    def _configure(self, opts: DebugOptions) -> None:
+        self.options = opts
+        self._check_silent = self._verify_no_change or \
             opts.xla_unsupported_crash_on_hlo_pass_silent_hlo_change
         self._check_noop = opts.xla_unsupported_crash_on_hlo_pass_noop_change
         self._disable = parse_pass_filter(opts.xla_disable_hlo_passes,
@@ -198,17 +209,20 @@ class PipelineRunner:
         if self._disable and self._enable:
             raise PassError("Cannot set both --xla_disable_hlo_passes and "
                             "--xla_enable_hlo_passes_only.")
-        self._global_occurrence: Counter = Counter()
-        self._next_pass_id = 1
-        self._leaf_index = 0
-        self._total = 0
-        self._last_record = None
-        self._last_changed_record = None
-        self._iteration = 0  # iteration of the innermost running fixpoint
 
     # -- entry point --
     def run(self, pipeline, module) -> bool:
-        """Run ``pipeline`` (a Pipeline, Fixpoint or single pass) on ``module``."""
+        """Run ``pipeline`` (a Pipeline, Fixpoint or single pass) on ``module``.
+
+        The options travel with the module (``module.config``, as XLA's
+        ``HloModuleConfig``): a runner given ``options`` installs them in the module's
+        config, which is what its passes read; a runner given none runs with the
+        module's own."""
+        if self._install:
+            if module.config.debug_options is not self.options:
+                module.config = module.config.replace(debug_options=self.options)
+        elif self.options is None:
+            self._configure(module.config.debug_options)
         if not isinstance(pipeline, Pipeline):
             pipeline = Pipeline(getattr(pipeline, "name", "pipeline"), [pipeline])
         self._total = sum(1 for _ in pipeline.leaves())

@@ -16,7 +16,6 @@ from hlo_opt.ir.instruction import Instruction
 
 from .dce import control_successor_set, run_dce
 from .flatten_call_graph import clone_into_module
-from .registry import register
 
 _NOT_INLINEABLE_RE = re.compile(r'\binlineable\s*=\s*"false"')
 
@@ -103,7 +102,6 @@ def run_call_inliner(module) -> bool:
     return changed
 
 
-@register
 class CallInliner:
     name = "call-inliner"
 

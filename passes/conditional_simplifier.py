@@ -7,10 +7,9 @@ are left alone.  (XLA also removes unused outputs and merges duplicate ones; not
 """
 from __future__ import annotations
 
-from ._rewrite import control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline
 from .algsimp.predicates import scalar_value
-from .registry import register
 
 
 def chosen_branch(cond):
@@ -27,7 +26,6 @@ def chosen_branch(cond):
     return v if 0 <= v < n else n - 1
 
 
-@register
 class ConditionalSimplifier:
     name = "simplify-conditional"
 

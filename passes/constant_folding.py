@@ -20,8 +20,7 @@ from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.module import HloModule
 from hlo_opt.ir.opcodes import SIDE_EFFECTING
 
-from ._rewrite import control_successors, remove_dead
-from .registry import register
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
 
@@ -142,7 +141,6 @@ def literal_of(value, shape) -> Literal | None:
 _NEVER_FOLDED = frozenset(("parameter", "constant", "tuple", "broadcast", "iota", "fft"))
 
 
-@register
 class HloConstantFolding:
     name = "constant_folding"
 

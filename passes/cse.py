@@ -20,7 +20,6 @@ import struct
 from .dce import (_MAYBE_SIDE_EFFECTING, SideEffects, control_successor_set,
                   has_side_effect_no_recurse, remove_instruction_and_unused_operands)
 from hlo_opt.relaxed_gc import relaxed_gc
-from .registry import register
 
 # HloOpcodeIsBinaryCommutative
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
@@ -367,7 +366,6 @@ def run_cse(module) -> bool:
     return changed
 
 
-@register
 class HloCSE:
     """Layout-sensitive, as ``HloCSE(/*is_layout_sensitive=*/true)``."""
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from .registry import register
 
 # HloInstruction::HasSideEffectNoRecurse, unconditional cases.
 _ALWAYS_SIDE_EFFECTING = frozenset({
@@ -251,7 +250,6 @@ def run_dce(module) -> bool:
     return changed
 
 
-@register
 class HloDCE:
     name = "dce"
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 from hlo_opt.flags import DebugOptions
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder, dot_dims
+from hlo_opt.rewrite.builder import Builder, dot_dims
 from ._expander_util import non_fusion_computations
-from .registry import register
 
 
 # ---- the dependency graph ---------------------------------------------------------------
@@ -347,7 +346,6 @@ def _always(_a, _b) -> bool:
     return True
 
 
-@register
 class DotMerger:
     name = "dot-merger"
 

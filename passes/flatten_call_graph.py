@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from hlo_opt.ir.clone import clone_computation
 
-from .registry import register
 
 _CONTROL_FLOW = frozenset({"call", "while", "conditional", "async-start", "async-update",
                            "async-done"})
@@ -111,7 +110,6 @@ def run_flatten_call_graph(module) -> bool:
     return changed
 
 
-@register
 class FlattenCallGraph:
     name = "flatten-call-graph"
 

@@ -34,13 +34,12 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from ._build import Builder, scalar_computation
+from hlo_opt.rewrite.builder import Builder, scalar_computation
 from ._expander_util import (collapse_first_n_dims, dynamic_slice_vec,
                              dynamic_update_slice_vec, elide_degenerate_dims,
                              insert_degenerate_dims, make_counted_loop, new_computation,
                              non_fusion_computations, pad_vector_with_zeros,
                              prepend_degenerate_dims, r1_constant, replace_instruction)
-from .registry import register
 
 _INT32_MAX = (1 << 31) - 1
 MODES = ("all", "simple", "indeterministic")
@@ -270,7 +269,6 @@ def _matches(scatter, mode: str) -> bool:
     return not is_scatter_deterministic(scatter)
 
 
-@register
 class ScatterExpander:
     name = "scatter_expander"
 

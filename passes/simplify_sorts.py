@@ -9,8 +9,7 @@ from __future__ import annotations
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.shape import Shape
 
-from ._rewrite import comp_has_opcode, control_successors, has_opcode, remove_dead
-from .registry import register
+from hlo_opt.rewrite.rules import comp_has_opcode, control_successors, has_opcode, remove_dead
 
 
 def _shrink_comparator(module, comp: Computation, keep: list[int]) -> Computation:
@@ -35,7 +34,6 @@ def _shrink_comparator(module, comp: Computation, keep: list[int]) -> Computatio
     return new
 
 
-@register
 class SortSimplifier:
     name = "simplify-sorts"
 

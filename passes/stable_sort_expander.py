@@ -22,9 +22,8 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import non_fusion_computations, replace_instruction
-from .registry import register
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -128,7 +127,6 @@ def run_stable_sort_expander(module) -> bool:
     return changed
 
 
-@register
 class StableSortExpander:
     name = "stable-sort-expander"
 

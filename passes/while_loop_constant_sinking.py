@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.instruction import Instruction
 
-from ._rewrite import has_opcode
+from hlo_opt.rewrite.rules import has_opcode
 from ._while_util import while_body, while_cond
-from .registry import register
 
 
 def _clone_constant(comp, c: Instruction) -> Instruction:
@@ -24,7 +23,6 @@ def _clone_constant(comp, c: Instruction) -> Instruction:
     return new
 
 
-@register
 class WhileLoopConstantSinking:
     name = "while-loop-constant-sinking"
 

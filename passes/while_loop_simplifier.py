@@ -17,10 +17,9 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
-from ._rewrite import control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
-from .registry import register
 
 
 def _callers(module):
@@ -169,7 +168,6 @@ def _remove_dead_elements(comp: Computation, w: Instruction, module) -> bool:
     return True
 
 
-@register
 class WhileLoopSimplifier:
     name = "simplify-while-loops"
 

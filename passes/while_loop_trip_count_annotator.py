@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 from ._while_util import trip_count
-from .registry import register
 
 
 def _config_text(existing: str | None, n: int) -> str:
@@ -28,7 +27,6 @@ def _config_text(existing: str | None, n: int) -> str:
     return json.dumps(ordered, separators=(",", ":"))
 
 
-@register
 class WhileLoopTripCountAnnotator:
     name = "while-loop-trip-count-annotator"
 

@@ -9,12 +9,10 @@ import numpy as np
 
 from hlo_opt.ir.literal import Literal
 
-from ._rewrite import control_successors, remove_dead
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 from .constant_folding import has_side_effect
-from .registry import register
 
 
-@register
 class ZeroSizedHloElimination:
     name = "zero_sized_hlo_elimination"
 

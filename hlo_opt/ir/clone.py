@@ -28,7 +28,8 @@ def clone_computation(comp: Computation, comp_map: dict, name: str | None = None
 
 
 def clone_module(module: HloModule, suffix: str = "") -> HloModule:
-    out = HloModule(module.name + (("-" + suffix) if suffix else ""))
+    out = HloModule(module.name + (("-" + suffix) if suffix else ""),
+                    module.config.copy())
     out.header_attrs = dict(module.header_attrs)
     out.stack_frames = module.stack_frames
     out.filename = module.filename

@@ -20,10 +20,6 @@ class Computation:
     __slots__ = ("_name", "_instructions", "root", "parameters", "module", "execution_thread",
                  "is_entry", "__weakref__")
 
-    # Counts renames of any computation: a module's name index is rebuilt after one
-    # (HloModule.rename_computation renames without costing that).
-    renames = 0
-
     def __init__(self, name: str):
         self._name = name
         self._instructions: dict[Instruction, None] = {}
@@ -40,7 +36,10 @@ class Computation:
     @name.setter
     def name(self, value: str) -> None:
         if value != self._name:
-            Computation.renames += 1
+            if self.module is not None:
+                # the module's name index is rebuilt after a plain rename
+                # (HloModule.rename_computation renames without costing that)
+                self.module._renames += 1
             self._name = value
 
     # ---- membership -------------------------------------------------------------------
@@ -153,6 +152,11 @@ class Computation:
             for c in inst.called:
                 seen[c] = None
         return list(seen)
+
+    def has_side_effect(self) -> bool:
+        """Does any instruction here have a side effect (XLA's
+        ``HloComputation::HasSideEffect``, called computations included)?"""
+        return any(i.has_side_effect() for i in self._instructions)
 
     @property
     def signature_shape(self) -> Shape:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
+from .opcodes import (SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
+                      SIDE_EFFECT_POSSIBLE)
 from .shape import Shape
 
 # Generic attributes XLA prints after the opcode-specific ones.
@@ -131,6 +133,28 @@ class Instruction:
     @property
     def is_root(self) -> bool:
         return self.parent is not None and self.parent.root is self
+
+    # ---- side effects (the one definition: XLA's HasSideEffect) ----------------------
+    def has_side_effect_no_recurse(self) -> bool:
+        """XLA's ``HasSideEffectNoRecurse``: this instruction's own effect."""
+        op = self.opcode
+        if op not in SIDE_EFFECT_POSSIBLE:
+            return False
+        if op in SIDE_EFFECT_ALWAYS:
+            return True
+        if op == "custom-call":
+            return self.attrs.get("custom_call_has_side_effect", "").strip() == "true"
+        if op in SIDE_EFFECT_LAYOUT_CONSTRAINED and \
+                self.attrs.get("constrain_layout", "").strip() == "true":
+            return True
+        return "channel_id" in self.attrs
+
+    def has_side_effect(self) -> bool:
+        """XLA's ``HasSideEffect``: its own effect, or a called computation holding an
+        instruction with one."""
+        if self.has_side_effect_no_recurse():
+            return True
+        return any(c.has_side_effect() for c in self.called)
 
     # ---- attributes -------------------------------------------------------------------
     def attr(self, name: str, default=None):

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .._rewrite import Rules, run_rules
-from ..registry import register
+from hlo_opt.rewrite.rules import Rules, run_rules
 from . import rules_arith, rules_dot, rules_logic, rules_reduce, rules_shape, rules_slice
 from .options import AlgebraicSimplifierOptions
 
@@ -33,7 +32,6 @@ def _skipped_computations(module) -> set:
     return out
 
 
-@register
 class AlgebraicSimplifier:
     name = "algsimp"
 

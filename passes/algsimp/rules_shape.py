@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.opcodes import is_elementwise
 
-from .._rewrite import CHANGED, P, RuleList, Rules, X, remove_dead
-from .._shape_util import (common_factors, drop_degenerate, inserted_or_deleted_1_dims,
+from hlo_opt.rewrite.rules import CHANGED, P, RuleList, Rules, X, remove_dead
+from hlo_opt.analysis.shape_util import (common_factors, drop_degenerate, inserted_or_deleted_1_dims,
                            reshape_leaves_dims_unmodified)
 from .options import layout_free
 from .predicates import compose_perm, inverse_perm, is_identity_perm
@@ -319,7 +319,7 @@ def _transpose_chain(ctx):
 @r(P("transpose", P("dot", X("lhs"), X("rhs"), name="dot")), "transpose(dot(A, B)) => dot(B, A)",
    exact=False)
 def _transpose_dot(ctx, lhs, rhs, dot):
-    from .._build import dot_dims, dot_extra_attrs
+    from hlo_opt.rewrite.builder import dot_dims, dot_extra_attrs
     if not ctx.opts.supports_non_canonical_dots or dot.user_count != 1:
         return None
     lb, lc, rb, rc = dot_dims(dot)

@@ -8,8 +8,6 @@ they change nothing in any case: the device backend fills them in.
 """
 from __future__ import annotations
 
-from ..registry import register
-from ._options import options_for
 
 
 def _gpu_present() -> bool:
@@ -20,16 +18,14 @@ class _AlgorithmPicker:
     name = ""
 
     def run(self, module) -> bool:
-        if options_for(module).xla_gpu_autotune_level == 0 or not _gpu_present():
+        if module.config.debug_options.xla_gpu_autotune_level == 0 or not _gpu_present():
             return False
         return False
 
 
-@register
 class GemmAlgorithmPicker(_AlgorithmPicker):
     name = "gemm-algorithm-picker"
 
 
-@register
 class GpuConvAlgorithmPicker(_AlgorithmPicker):
     name = "gpu-conv-algorithm-picker"

@@ -13,14 +13,12 @@ from __future__ import annotations
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
-from ..registry import register
-from ._fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
                        fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
                        is_physically_transposing, producer_consumer_fusible)
-from ._fusion_util import absorb, create_fusion
-from ._graph import computation_batch, control_tainted, fusible_computations
-from ._indexing import IndexingEvaluation
-from ._options import device_for, options_for
+from hlo_opt.rewrite.fusion import absorb, create_fusion
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
+from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 
 MAX_IR_SIZE = 10_000
 MAX_BASIC_BLOCK_SPLITS_PER_FUSION = 10
@@ -88,7 +86,6 @@ def transposes_most_data(fusion) -> bool:
     return False
 
 
-@register
 class FusionMerger:
     name = "fusion_merger"
 
@@ -97,8 +94,8 @@ class FusionMerger:
             return self._run(module)
 
     def _run(self, module) -> bool:
-        self.options = options_for(module)
-        self.device = device_for(module)
+        self.options = module.config.debug_options
+        self.device = module.config.device
         changed = False
         self.costs = CostCache()
         for comp in fusible_computations(module):

@@ -10,10 +10,9 @@ stride) instead of reading a materialised copy per batch.
 """
 from __future__ import annotations
 
-from ..registry import register
 from ._computations import nonfusion_computations
 from ._gemm_common import gemm_config, is_gemm, set_gemm_config
-from ._graph import remove_dead_operands
+from hlo_opt.rewrite.graph import remove_dead_operands
 
 
 def fold_broadcast(gemm) -> bool:
@@ -41,7 +40,6 @@ def fold_broadcast(gemm) -> bool:
     return True
 
 
-@register
 class GemmBroadcastFoldingRewriter:
     name = "gemm-broadcast-folding-rewriter"
 

@@ -35,7 +35,6 @@ import math
 
 from hlo_opt.ir.shape import Layout, Shape
 
-from ..registry import register
 
 CUSOLVER_CHOLESKY = "__cusolver$cholesky"
 SOLVER_TYPES = frozenset({"f32", "f64", "c64", "c128"})
@@ -108,7 +107,6 @@ def rewritable(inst) -> bool:
             and inst.operands[0].shape.rank >= 2)
 
 
-@register
 class GpusolverRewriter:
     name = "gpusolver-rewriter"
 

@@ -20,13 +20,11 @@ from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.analysis.reachability import Reachability
 
-from ..registry import register
-from ._fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
                        is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
                        real_hero_for_mof, shapes_compatible_for_mof)
-from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, control_tainted, fusible_computations
-from ._options import device_for
+from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from .fusion_merger import producer_consumer_merged_too_large
 
 
@@ -45,7 +43,7 @@ def _is_nestable_variadic_reduction(inst) -> bool:
     if not inst.shape.is_tuple():
         return False
     if inst.opcode == "reduce":
-        from ._reduction import is_reduction_from_or_to_contiguous_dimensions
+        from hlo_opt.analysis.gpu.reduction import is_reduction_from_or_to_contiguous_dimensions
         return not is_reduction_from_or_to_contiguous_dimensions(inst)
     return inst.opcode == "fusion" and is_fusion_kind(inst, "kLoop") and \
         inst.called[0].root.opcode == "reduce"
@@ -87,7 +85,6 @@ def _legal_to_fuse(a, b, device, info) -> str | None:
     return fusion_fits_in_budget(a, b, device, False, info)
 
 
-@register
 class GpuMultiOutputFusion:
     name = "multi_output_fusion"
 
@@ -96,7 +93,7 @@ class GpuMultiOutputFusion:
             return self._run(module)
 
     def _run(self, module) -> bool:
-        self.device = device_for(module)
+        self.device = module.config.device
         changed = False
         for comp in fusible_computations(module):
             changed |= self._run_on(comp)

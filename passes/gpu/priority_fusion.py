@@ -32,18 +32,16 @@ from heapq import heappush
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 
-from ..registry import register
-from ._fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
+from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
                        MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
                        _subshape_count, _unnested_reductions, can_emit_input_fused_scatter,
                        choose_fusion_kind, fused_instructions, is_elementwise,
                        is_fusible as hlo_is_fusible, is_input_fusible,
                        is_input_fusible_reduction, is_input_fusible_transpose,
                        in_place_operands, is_intermediate, should_fuse_in_place_op)
-from ._fusion_util import absorb, absorb_consumer, create_fusion, set_kind
-from ._graph import computation_batch, control_tainted, fusible_computations, remove
-from ._options import device_for, options_for
-from ._indexing import IndexingEvaluation
+from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion, set_kind
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
+from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 from .fusion_merger import (_SPLITTING, MAX_BASIC_BLOCK_SPLITS_PER_FUSION, MAX_IR_SIZE,
                             _ir_size, _splits)
 
@@ -181,7 +179,6 @@ class _Queue:
                 cached.pop(inst, None)
 
 
-@register
 class GpuPriorityFusion:
     name = "priority-fusion"
 
@@ -190,8 +187,8 @@ class GpuPriorityFusion:
             return self._run(module)
 
     def _run(self, module) -> bool:
-        self.options = options_for(module)
-        self.device = device_for(module)
+        self.options = module.config.debug_options
+        self.device = module.config.device
         self._facts: dict = {}  # instruction -> _Facts
         self._smem_budget = self.device.shared_memory_per_block
         self.costs = CostCache()
@@ -539,7 +536,7 @@ class GpuPriorityFusion:
 
     def _remove(self, comp, inst) -> None:
         if inst.opcode == "fusion":
-            from ._fusion_util import remove_fusion
+            from hlo_opt.rewrite.fusion import remove_fusion
             remove_fusion(comp, inst)
         else:
             remove(comp, inst)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 
-from ..registry import register
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
-from ._reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound, reduction_dimensions,
+from hlo_opt.analysis.gpu.reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound, reduction_dimensions,
                          reduction_is_race_free, reduction_kind,
                          is_reduction_from_or_to_contiguous_dimensions)
 
@@ -108,11 +107,10 @@ def rewrite(reduce):
 
 
 def _gtes(comp, tup, n):
-    from ._graph import add_gte
+    from hlo_opt.rewrite.graph import add_gte
     return [add_gte(comp, tup, i) for i in range(n)]
 
 
-@register
 class GpuTreeReductionRewriter:
     name = "gpu-tree-reduction-rewriter"
 

@@ -23,7 +23,6 @@ import math
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 
 CUBLAS_TRIANGULAR_SOLVE = "__cublas$triangularSolve"
 
@@ -60,7 +59,6 @@ def rewrite_triangular_solve(comp, inst):
     return gte
 
 
-@register
 class TriangularSolveRewriter:
     name = "triangular-solve-rewriter"
 

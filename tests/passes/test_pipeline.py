@@ -13,7 +13,7 @@ from hlo_opt.pipeline import (Fixpoint, Pipeline, PipelineRunner, module_fingerp
                               run_pipeline)
 from hlo_opt.passes_api import build_pipeline
 
-from .harness import load_text
+from tests.support.harness import load_text
 
 HLO = """
 HloModule m

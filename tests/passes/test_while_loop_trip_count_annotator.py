@@ -8,8 +8,8 @@ import pytest
 from hlo_opt.api import parse_hlo
 from passes._while_util import trip_count
 from passes.while_loop_trip_count_annotator import WhileLoopTripCountAnnotator
-from tests.passes.harness import execute_or_xfail
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.harness import execute_or_xfail
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("while_loop_trip_count_annotator*.hlo",
                                     WhileLoopTripCountAnnotator)

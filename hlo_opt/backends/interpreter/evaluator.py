@@ -21,7 +21,7 @@ from ...errors import HloError, UnsupportedError
 from ...ir.computation import Computation
 from ...ir.instruction import Instruction
 from ...ir.opcodes import SIDE_EFFECTING
-from .codegen import compile_plan
+from hlo_opt.backends.interpreter.plan import compile_plan
 from .registry import FAST, HANDLERS, make_kernel
 from .values import TOKEN, shape_mismatch
 

@@ -452,9 +452,7 @@ def test_real_modules_after_the_gpu_pipeline(path):
 
 
 def _gpu_pipeline():
-    from passes.gpu_pipelines import register_gpu_pipelines
     from passes.pipelines import build_pipeline
-    register_gpu_pipelines()
     return build_pipeline("gpu")
 
 def test_no_change_reports_no_change():

@@ -12,7 +12,7 @@ form, bitcasts not defining values).
 * Queries can be recorded (:meth:`Dataflow.record`): what they looked at, so a check
   built on them is redone only when one of those instructions changes.
 
-Which outputs share an operand's buffer is in ``_buffer_sharing.py``.
+Which outputs share an operand's buffer is in ``aliasing.py``.
 """
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from hlo_opt.api import parse_hlo
 from hlo_opt.errors import HloError
 from hlo_opt.text.parser import parse_hlo_modules
 from tests.conftest import corpus_files, sample_files
-from tests.passes.exactness import assert_bitwise
-from tests.passes.harness import assert_close, fixture_args, is_deterministic, random_args
+from tests.support.exactness import assert_bitwise
+from tests.support.harness import assert_close, fixture_args, is_deterministic, random_args
 
 # Tolerance for rewrites that may change float rounding (reassociation, reordered
 # reductions): relative 1e-4 / absolute 1e-5 for f32 results, 2e-2 for 16-bit floats.

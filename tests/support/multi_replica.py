@@ -4,7 +4,7 @@ pass, on seeded random inputs that differ per device, and the results must agree
 every device.  Everything else is ``harness.check_pass``'s: the pipeline runner (verifier
 after each changing pass, ``--verify-no-change``) and the canonical-text round trip.
 
-    from tests.passes.multi_replica import check_pass_replicated
+    from tests.support.multi_replica import check_pass_replicated
     result = check_pass_replicated(load_text(HLO), "all-reduce-folder", num_replicas=8)
     assert result.changed
 """
@@ -19,7 +19,7 @@ from hlo_opt.errors import UnsupportedError
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import PipelineRunner
 
-from .harness import CheckResult, _as_pipeline, assert_close, random_args
+from tests.support.harness import CheckResult, _as_pipeline, assert_close, random_args
 
 __all__ = ["check_pass_replicated", "device_args", "run_replicated"]
 
@@ -62,7 +62,7 @@ def check_pass_replicated(module, passes, *, num_replicas: int | None = None,
     from hlo_opt.backends.interpreter.replicas import device_counts
     work = module.clone()
     before_text = module.to_text()
-    runner = PipelineRunner(options or DebugOptions(), verify_no_change=True)
+    runner = PipelineRunner(options, verify_no_change=True)  # None: the module's config
     changed = runner.run(_as_pipeline(passes), work)
     after_text = work.to_text()
     assert parse_hlo(after_text, "<after pass>").to_text() == after_text, \

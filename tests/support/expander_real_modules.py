@@ -4,7 +4,7 @@ stable-sort-expander, scatter_expander, rng-bit-generator-expander).
 
 ``check_module`` runs the pass on every sample/corpus module: a module the pass leaves
 alone must print identically (no interpreter run: nothing to compare); a changed one goes
-through :func:`tests.passes.differential.check_real_module` (verifier, canonical print,
+through :func:`tests.support.differential.check_real_module` (verifier, canonical print,
 interpreter before/after).  ``check_variant`` does the same for a module a test rewrote
 first so that the pass has work on real shapes (``make_variant(module) -> bool``): the
 variant is compared with the original module, before and after the pass.
@@ -18,9 +18,9 @@ import pytest
 
 from hlo_opt.api import parse_hlo, verify
 from hlo_opt.errors import HloError
-from tests.passes.differential import Outcome, check_real_module, real_modules
-from tests.passes.exactness import assert_bitwise
-from tests.passes.harness import assert_close, fixture_args, is_deterministic, random_args
+from tests.support.differential import Outcome, check_real_module, real_modules
+from tests.support.exactness import assert_bitwise
+from tests.support.harness import assert_close, fixture_args, is_deterministic, random_args
 
 __all__ = ["MODULES", "check_module", "check_variant", "load_or_skip"]
 

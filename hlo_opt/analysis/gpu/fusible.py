@@ -14,7 +14,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE, SIDE_EFFECTING
 from hlo_opt.ir.types import is_complex, is_integral
 
-from ._reduction import (is_reduction_from_or_to_contiguous_dimensions, reduction_dimensions,
+from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions, reduction_dimensions,
                          reduction_is_race_free)
 
 MAX_OPERANDS_AND_OUTPUTS_PER_FUSION = 96

@@ -14,6 +14,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import numpy_dtype
+from hlo_opt.rewrite.dead import remove_dead
 
 _DOT_ATTR_ORDER = ("lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims",
                    "rhs_contracting_dims")
@@ -67,7 +68,6 @@ class Builder:
         created = self.created
         if len(created) <= mark:
             return
-        from ._rewrite import remove_dead
         for inst in reversed(created[mark:]):
             if inst.parent is self.comp and inst.user_count == 0 and not inst.is_root:
                 remove_dead(self.comp, inst, set())

@@ -22,8 +22,8 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._graph import (_CONTROL_EDGES, add_computation, add_gte, drop_computation,
-                     recorded_control_edges, remove, remove_parameter)
+from hlo_opt.rewrite.graph import (add_computation, add_gte, drop_computation, remove,
+                                   remove_parameter)
 
 __all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_mof",
            "param_for", "set_kind"]
@@ -128,8 +128,7 @@ def _wrappable(comp: Computation, inst: Instruction) -> bool:
     """Can create_fusion move ``inst`` itself into its fusion (no control edge involved,
     which copies drop)?"""
     return comp.module is not None and not inst._control_predecessors and \
-        not inst._control_successors and "control-predecessors" not in inst.attrs and \
-        not (_CONTROL_EDGES and recorded_control_edges(comp))
+        not inst._control_successors and "control-predecessors" not in inst.attrs
 
 
 def _wrap_moving(comp: Computation, fc: Computation, inst: Instruction, operands: list,
@@ -196,8 +195,7 @@ def _movable(fusion: Instruction, other: Instruction, comp: Computation, module,
     involved (copies drop those): without ``as_output``, ``other`` feeds nothing but
     ``fusion``; with it, ``other`` is a fusion whose users all move to the fusion's
     outputs (a multi-output ``other``: all read through get-tuple-element)."""
-    if module is None or other._control_predecessors or other._control_successors or \
-            (_CONTROL_EDGES and recorded_control_edges(comp)):
+    if module is None or other._control_predecessors or other._control_successors:
         return False
     if as_output:
         if other.opcode != "fusion":

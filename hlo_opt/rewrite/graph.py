@@ -1,57 +1,24 @@
-"""Small graph edits the GPU passes share, all O(1) per edited edge (``Computation``'s own
-``remove_instruction`` scans the whole computation for control edges)."""
+"""Small graph edits the passes share, all O(1) per edited edge."""
 from __future__ import annotations
-
-import weakref
 
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 
-# Computations with control edges, as recorded when a pass lists the computations it
-# edits (fusible_computations): id -> a weak reference to the computation.  A plain dict
-# keyed by id, asked on every removal: the common answer (no entry) costs one lookup.
-_CONTROL_EDGES: dict = {}
-
 
 def has_control_edges(comp: Computation) -> bool:
-    return any(i.control_predecessors for i in comp._instructions)
-
-
-def recorded_control_edges(comp: Computation) -> bool:
-    """Did :func:`fusible_computations` find control edges in ``comp``?"""
-    ref = _CONTROL_EDGES.get(id(comp))
-    return ref is not None and ref() is comp
-
-
-def _record_control_edges(comp: Computation, flag: bool) -> None:
-    key = id(comp)
-    if flag:
-        _CONTROL_EDGES[key] = weakref.ref(comp, lambda _, key=key: _CONTROL_EDGES.pop(key, None))
-    else:
-        ref = _CONTROL_EDGES.get(key)
-        if ref is not None and ref() is comp:
-            del _CONTROL_EDGES[key]
+    return any(i.control_predecessors for i in comp.instructions)
 
 
 def remove(comp: Computation, inst: Instruction) -> None:
-    """Remove an instruction without users (not the root).  In a computation with control
-    edges (as recorded by :func:`fusible_computations`) the computation's own removal
-    runs, which also drops the instruction from other instructions' control
-    predecessors."""
+    """Remove an instruction without users (not the root, not a parameter); its control
+    edges go with it (``Computation.remove_instruction``)."""
     if inst.user_count:
         raise ValueError(f"cannot remove %{inst.name}: it still has users")
     if inst is comp.root:
         raise ValueError(f"cannot remove the root %{inst.name}")
     if inst.opcode == "parameter":
         raise ValueError("remove parameters with remove_parameter")
-    if inst._control_predecessors or (_CONTROL_EDGES and recorded_control_edges(comp)):
-        comp.remove_instruction(inst)
-        return
-    inst.detach_operands()
-    del comp._instructions[inst]
-    if comp.module is not None:
-        comp.module.release_name(inst.name)
-    inst.parent = None
+    comp.remove_instruction(inst)
 
 
 def replace_uses(old: Instruction, new: Instruction) -> None:
@@ -84,7 +51,7 @@ def remove_parameter(comp: Computation, param: Instruction) -> int:
 
 def remove_dead_operands(comp: Computation, operands) -> None:
     """Remove operands that lost their last user (recursively, side-effect free ops)."""
-    from passes._rewrite import removable
+    from hlo_opt.rewrite.dead import removable
     stack = list(operands)
     while stack:
         x = stack.pop()
@@ -107,27 +74,22 @@ def fusible_computations(module) -> list:
     computations nor called by non-control-flow instructions (reduce's to_apply, sort's
     comparator, call, custom-call ...).
 
-    One walk over the instructions finds each computation's callees, the excluded ones
-    and the control edges; the post order is HloModule.computation_post_order's, from
+    One walk over the instructions finds each computation's callees and the excluded
+    ones; the post order is HloModule.computation_post_order's, from
     those callees."""
     comps = module.computations
     callees: dict = {}
     excluded: set = set()
-    control: dict = {}
     for comp in comps:
         mine: dict = {}
-        has_control = False
-        for inst in comp._instructions:
+        for inst in comp.instructions:
             called = inst.called
             if called:
                 for c in called:
                     mine[c] = None
                 if inst.opcode not in _CONTROL_FLOW:
                     excluded.update(called)
-            if inst._control_predecessors:
-                has_control = True
         callees[comp] = mine
-        control[comp] = has_control
     order = _post_order(module, comps, callees)
     # computations reachable only through excluded ones are excluded as well
     stack = list(excluded)
@@ -140,11 +102,7 @@ def fusible_computations(module) -> list:
             if callee not in excluded:
                 excluded.add(callee)
                 stack.append(callee)
-    out = [c for c in order if c not in excluded]
-    for c in out:
-        flag = control.get(c)
-        _record_control_edges(c, has_control_edges(c) if flag is None else flag)
-    return out
+    return [c for c in order if c not in excluded]
 
 
 def _post_order(module, comps, callees: dict) -> list:
@@ -195,32 +153,19 @@ def add_computation(module, comp) -> None:
 
 def drop_computation(module, comp) -> None:
     """Remove ``comp`` from ``module`` (at the end of the current batch, if any)."""
-    pending = getattr(module, "_gpu_pending_drop", None)
-    for inst in comp._instructions:
-        module.release_name(inst.name)
-    if pending is not None:
-        pending.add(comp)
-        comp.module = None
-        return
-    module.remove_computation(comp)
+    module.drop_computation(comp)
 
 
 @contextlib.contextmanager
 def computation_batch(module):
-    """Within the block, dropped computations leave the module in one sweep at the end,
-    and the cyclic garbage collector waits (:func:`paused_gc`)."""
-    outer = getattr(module, "_gpu_pending_drop", None)
-    if outer is not None:
+    """Within the block, dropped computations leave the module in one sweep at the end
+    (``HloModule.computation_batch``), and the cyclic garbage collector waits
+    (:func:`paused_gc`)."""
+    if module.in_computation_batch:
         yield
         return
-    module._gpu_pending_drop = set()
-    try:
-        with paused_gc():
-            yield
-    finally:
-        dead = module._gpu_pending_drop
-        del module._gpu_pending_drop
-        module.remove_computations(dead)
+    with module.computation_batch(), paused_gc():
+        yield
 
 
 @contextlib.contextmanager

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from hlo_opt.api import parse_hlo
-from tests.passes.differential import check_real_module, real_modules_or_marker
-from tests.passes.harness import check_pass
-from tests.passes.lit_chunks import chunks
+from tests.support.differential import check_real_module, real_modules_or_marker
+from tests.support.harness import check_pass
+from tests.support.lit_chunks import chunks
 
 
 def _expect_unchanged(name: str) -> bool:

@@ -7,7 +7,7 @@ the result re-parses to the same text, runs the interpreter again and compares.
 
 Typical use in a pass test::
 
-    from tests.passes.harness import check_pass, load_text
+    from tests.support.harness import check_pass, load_text
     result = check_pass(load_text(HLO), "algsimp")
     assert result.changed
     assert "multiply" not in result.after_text
@@ -30,6 +30,7 @@ from hlo_opt.errors import UnsupportedError
 from hlo_opt.flags import DebugOptions
 from hlo_opt.ir.types import is_complex, is_float, numpy_dtype
 from hlo_opt.pipeline import Pipeline, PipelineRunner
+from tests.support.pipelines import pipeline
 
 __all__ = ["CheckResult", "assert_close", "check_pass", "execute_or_xfail", "fixture_args",
            "load_text", "random_args", "is_deterministic", "with_redundancy"]
@@ -258,7 +259,7 @@ def _as_pipeline(passes) -> Pipeline:
         passes = passes.split(",")
     if not isinstance(passes, (list, tuple)):
         passes = [passes]
-    return Pipeline("transforms_pipeline", list(passes))
+    return pipeline("transforms_pipeline", list(passes))
 
 
 def check_pass(module, passes, *, seeds: Iterable[int] = (0, 1, 2), extra_args=(),
@@ -272,7 +273,7 @@ def check_pass(module, passes, *, seeds: Iterable[int] = (0, 1, 2), extra_args=(
     original = module
     work = module.clone()
     before_text = original.to_text()
-    runner = PipelineRunner(options or DebugOptions(), verify_no_change=True)
+    runner = PipelineRunner(options, verify_no_change=True)  # None: the module's config
     changed = runner.run(_as_pipeline(passes), work)
     after_text = work.to_text()
     reparsed = parse_hlo(after_text, "<after pass>")

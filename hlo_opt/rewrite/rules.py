@@ -11,7 +11,7 @@ A capture name used twice must bind the *same* instruction, so ``x - x`` is simp
 operands swapped.  A rule's ``when(opts)`` names the options it needs.
 
 :class:`RewriteCtx` is what rule functions receive: the options, the instruction being
-rewritten (``ctx.inst``) and :class:`~passes._build.Builder` methods (``ctx.b``) that create
+rewritten (``ctx.inst``) and :class:`~hlo_opt.rewrite.builder.Builder` methods (``ctx.b``) that create
 shape-correct instructions next to it.  :func:`run_rules` drives a table over a
 computation in post order until nothing changes (bounded like XLA's rerun limit).
 
@@ -30,9 +30,8 @@ from typing import Callable, Iterable
 
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import SIDE_EFFECTING
-
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.dead import removable, remove_dead  # noqa: F401 - passes import them here
 
 
 class _Changed:
@@ -506,35 +505,6 @@ class RewriteCtx:
 
 def compatible(a, b) -> bool:
     return a.same_dims_and_type(b)
-
-
-def removable(inst: Instruction, ctrl_succ: set) -> bool:
-    return (inst.parent is not None and inst.user_count == 0 and not inst.is_root
-            and inst.opcode != "parameter" and inst.opcode not in SIDE_EFFECTING
-            and not inst.control_predecessors and inst not in ctrl_succ
-            and not inst.control_successors
-            and not (inst.opcode == "custom-call"
-                     and inst.attrs.get("custom_call_has_side_effect") == "true"))
-
-
-def remove_dead(comp: Computation, inst: Instruction, ctrl_succ: set) -> int:
-    """Remove ``inst`` if unused, then operands that became unused (XLA's
-    RemoveInstructionAndUnusedOperands).  Returns how many were removed."""
-    removed = 0
-    stack = [inst]
-    while stack:
-        i = stack.pop()
-        if not removable(i, ctrl_succ) or i.parent is not comp:
-            continue
-        ops = list(dict.fromkeys(i.operands))
-        _remove(comp, i, bool(ctrl_succ))
-        removed += 1
-        stack.extend(ops)
-    return removed
-
-
-def _remove(comp: Computation, inst: Instruction, has_ctrl: bool) -> None:
-    comp.remove_instruction(inst)  # O(1): the IR keeps control edges both ways
 
 
 def replace(ctx: RewriteCtx, old: Instruction, new: Instruction) -> None:
