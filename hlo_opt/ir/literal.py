@@ -5,6 +5,7 @@ an elided constant (XLA prints large constants that way): its value is unknown.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -75,10 +76,12 @@ def _float_text(v) -> str:
 
 
 def _array_text(arr: np.ndarray, et: str) -> str:
-    if arr.size == 0 and arr.ndim > 1 and math.prod(arr.shape[:-1]) > 1000:
+    if arr.size == 0 and arr.ndim > 1:
         # XLA nests one {} per row even when rows are empty: 24x2048x2048x3x0 would be
         # 300 million of them; the parser reads a flat {} for any zero-element array
-        return "{}"
+        rows = math.prod(itertools.takewhile(bool, arr.shape))  # dims before the first 0
+        if rows > 1000:
+            return "{}"
     if arr.ndim == 0:
         return _scalar_text(arr[()], et)
     if arr.ndim == 1:
