@@ -24,7 +24,7 @@ from passes.registry import create_pass
 from passes.registry import pass_names as _pass_names
 
 from .errors import PassError
-from .fileutil import write_atomic
+from .fileutil import write_output
 from .flags import DebugOptions
 from .ir.config import HloModuleConfig
 from .pipeline import Pipeline, PipelineRunner, ProgressEvent
@@ -182,4 +182,4 @@ def write_stats_json(path: str, stats_list: list) -> None:
     if path == "-":
         sys.stderr.write(text)
     else:
-        write_atomic(path, text)
+        write_output(path, text)

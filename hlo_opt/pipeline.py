@@ -226,6 +226,7 @@ class PipelineRunner:
         self._leaf_index = 0
         self._total = 0
         self._last_record = None
+        self._last_changed_record = None
         self._iteration = 0  # iteration of the innermost running fixpoint
         self._install = options is not None
         self.options: DebugOptions | None = None
@@ -304,10 +305,13 @@ class PipelineRunner:
                     if self.stats is not None:
                         self.stats.skip(path, item.name, skip)
                     continue
-            self._last_record = None
+            self._last_record = self._last_changed_record = None
             self._item = (g, p, pass_id)
             item_changed = self._run_item(item, module, path)
-            record = self._last_record if not item_is_pipeline(item) else None
+            # a fixpoint's dump belongs to the iteration that changed the module, not to
+            # the last (no-op) one
+            record = (self._last_changed_record or self._last_record) \
+                if not item_is_pipeline(item) else None
             nxt = items[i + 1].name if i + 1 < len(items) else PIPELINE_END
             self._dump(module, pipeline.name, item.name, nxt, item_changed, record)
             changed |= item_changed
@@ -396,6 +400,8 @@ class PipelineRunner:
         if self.stats is not None:
             self._last_record = self.stats.end(snapshot, module, path, p.name, iteration,
                                                changed, wall_ms)
+            if changed:
+                self._last_changed_record = self._last_record
         if changed:
             self._verify(module, p.name)
         if self._after is not None:

@@ -25,11 +25,13 @@ run after every pass that changes the module.
 from __future__ import annotations
 
 
-from .errors import HloVerifyError
+from .errors import QUOTE_LIMIT, HloVerifyError, quote
 from .ir.opcodes import OPCODES, VARIADIC
 from .ir.shape import Shape
 from .ir.types import is_float
 from .shape_inference import CannotInfer, ShapeError, compatible, infer_shape
+from .text.source_map import location_of
+from .verifier_checks import instruction_problems
 
 MAX_ERRORS = 50
 
@@ -63,12 +65,15 @@ class _Errors:
         self.total += 1
         if len(self.items) >= self.cap:
             return
-        where = f"computation %{comp.name}" if comp is not None else "module"
+        where = f"computation %{quote(comp.name, 80)}" if comp is not None else "module"
+        message = quote(message, QUOTE_LIMIT * 2)
         if inst is None:
             self.items.append(f"{where}: {message}")
             return
-        self.items.append(f"{where}, instruction %{inst.name}: {message}\n    "
-                          f"{_inst_text(inst)}")
+        located = location_of(inst)
+        prefix = f"{located}: " if located else ""
+        self.items.append(f"{prefix}{where}, instruction %{quote(inst.name, 80)}: {message}"
+                          f"\n    {quote(_inst_text(inst), QUOTE_LIMIT * 2)}")
 
 
 def _inst_text(inst) -> str:
@@ -345,6 +350,10 @@ def _verify_instruction(inst, comp, comp_set, entry, names, errors, operand_sets
         if p.parent is not comp or p not in insts:
             errors.add(comp, inst, f"control predecessor %{p.name} is not in this "
                        "computation")
+    if not inst.called and inst.called_attr is not None and inst.opcode != "custom-call":
+        attr = inst.called_attr if isinstance(inst.called_attr, str) else inst.called_attr[0]
+        errors.add(comp, inst, f"{attr}= names no computation")
+        ok = False
     if inst.called:
         if inst.opcode not in CALLERS:
             errors.add(comp, inst, f"{inst.opcode} cannot call computations")
@@ -377,6 +386,10 @@ def _verify_shape(inst, comp, errors: _Errors) -> None:
                    f"the inferred shape {inferred.to_text(False)}")
     if inst.opcode not in _MIXED_PRECISION_OK:
         _check_mixed_precision(inst, comp, errors)
+    if inst.opcode == "custom-call" or "replica_groups" in inst.attrs or \
+            "backend_config" in inst.attrs:
+        for problem in instruction_problems(inst):
+            errors.add(comp, inst, problem)
 
 
 def _check_mixed_precision(inst, comp, errors: _Errors) -> None:

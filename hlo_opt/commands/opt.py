@@ -6,8 +6,6 @@ import sys
 
 import click
 
-from ..api import load_modules_from_text, read_input
-from ..flags import DebugOptions, parse_flag_tokens
 
 
 @contextlib.contextmanager
@@ -32,8 +30,16 @@ def _progress_bar(enabled: bool):
         yield update
 
 
-@click.command("opt", context_settings={"ignore_unknown_options": True,
-                                        "allow_extra_args": True})
+class _OptCommand(click.Command):
+    """The default command: usage and errors name it ``hlo-opt``, as users type it."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        return super().make_context("hlo-opt", args, parent=None, **extra)
+
+
+@click.command("opt", cls=_OptCommand,
+               context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                 "help_option_names": ["-h", "--help"]})
 @click.argument("input", required=False)
 @click.option("-o", "--o", "output", default="-", help="Output file ('-' = stdout).")
 @click.option("--split-input-file", is_flag=True, help="Split the input on '// -----' lines.")
@@ -70,6 +76,8 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     if bad or len(positional) > 1:
         raise click.UsageError(f"unexpected argument(s): {' '.join(bad or positional[1:])}")
     input = positional[0] if positional else None
+    from ..api import load_modules_from_text, read_input
+    from ..flags import DebugOptions, parse_flag_tokens
     options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"),
                                         debug_options_file=debug_options_file)
     from .. import passes_api
@@ -116,10 +124,11 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     if summary and collected:
         from .dumps import print_summary
         print_summary(collected)
-    result = "\n".join(outputs)
+    # modules of --split-input-file keep their separators: the output reads back the same way
+    result = "\n// -----\n".join(outputs)
     if output == "-":
         sys.stdout.write(result)
         sys.stdout.flush()
     else:
-        from ..fileutil import write_atomic
-        write_atomic(output, result)
+        from ..fileutil import write_output
+        write_output(output, result)

@@ -23,6 +23,7 @@ class HloModule:
         self.header_attrs: dict[str, str] = {}
         self.stack_frames: str = ""  # FileNames/FunctionNames/... tables, verbatim
         self.filename: str = "<string>"
+        self.source = None  # text.source_map.SourceMap: where the parser read each instruction
         self._names: set[str] = set()
         self._next_suffix: dict[str, int] = {}
         self._stems: dict[str, str] = {}  # name -> its stem (memo of _SUFFIX_RE)
