@@ -166,6 +166,6 @@ def test_the_cli_says_what_it_does():
     r = console([SORT, "--bogus"])  # usage names the command users typed
     assert r.returncode != 0 and "Usage: hlo-opt [OPTIONS]" in r.stderr
     assert "hlo-opt opt" not in r.stderr
-    r = console(["ablate"])
+    r = console(["autotune"])  # not a sub-command (ablate is one)
     assert r.returncode == 1 and "neither a command nor a file" in r.stderr
     assert "run" in r.stderr and "no such file" not in r.stderr
