@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter
 from ...codegen.expr import Expr
-from ...errors import UnsupportedError
 from .renderer import CTYPE, STORAGE, Block, check_type, from_storage, to_storage
 
 INT32_MAX = (1 << 31) - 1
