@@ -6,6 +6,14 @@ from pathlib import Path
 
 import pytest
 
+try:  # every property test is deterministic: derandomized, no example database between runs
+    from hypothesis import settings as _hypothesis_settings
+    _hypothesis_settings.register_profile("hlo-opt", derandomize=True, database=None,
+                                          deadline=None)
+    _hypothesis_settings.load_profile("hlo-opt")
+except ImportError:  # (hypothesis is a test extra)
+    pass
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_modules"
 CORPUS = Path(os.environ.get("HLO_OPT_CORPUS", ROOT.parent / "shared" / "corpus" / "xla"))
