@@ -12,7 +12,7 @@ from hlo_opt.analysis.layout import (normalized_transpose, reshape_is_bitcast,
                                      transpose_is_bitcast)
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE, SIDE_EFFECTING
-from hlo_opt.ir.types import is_complex, is_integral
+from hlo_opt.ir.types import BIT_WIDTH, is_complex, is_integral
 
 from ._reduction import (is_reduction_from_or_to_contiguous_dimensions, reduction_dimensions,
                          reduction_is_race_free)
@@ -51,7 +51,10 @@ def is_fusible(inst: Instruction) -> bool:
 def is_elementwise(inst: Instruction) -> bool:
     """HloInstruction::IsElementwise (copy counts; a fusion when its body does)."""
     if inst.opcode in ELEMENTWISE or inst.opcode == "copy":
-        return True
+        # (a bitcast-convert that changes the bit width changes the shape: not elementwise)
+        return inst.opcode != "bitcast-convert" or \
+            BIT_WIDTH.get(inst.shape.element_type) == \
+            BIT_WIDTH.get(inst.operands[0].shape.element_type)
     if inst.opcode == "fusion":
         body = fused_instructions(inst)
         return bool(body) and all(is_elementwise(i) for i in body)
