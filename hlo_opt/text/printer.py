@@ -4,7 +4,12 @@
 """
 from __future__ import annotations
 
+import re
+
+from ..ir.attributes import quote_string
 from ..ir.module import HloModule
+
+_PLAIN_NAME_RE = re.compile(r"[A-Za-z_$][\w.\-$]*", re.ASCII)
 
 
 def module_header(module: HloModule) -> str:
@@ -17,7 +22,10 @@ def module_header(module: HloModule) -> str:
         ordered["entry_computation_layout"] = module.entry_computation_layout_text()
         ordered.update(attrs)
         attrs = ordered
-    head = f"HloModule {module.name}"
+    name = module.name
+    if not _PLAIN_NAME_RE.fullmatch(name) or name in ("ENTRY", "ROOT"):
+        name = quote_string(name)  # (`HloModule "a/b"` parses again; a bare a/b does not)
+    head = f"HloModule {name}"
     for k, v in attrs.items():
         head += f", {k}={v}"
     return head

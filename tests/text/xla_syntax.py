@@ -143,6 +143,49 @@ ENTRY entry {
 
 CRLF = SHORT_FORM.replace("\n", "\r\n")
 
+# Instructions written as operands (XLA's parser names them after their opcode), nested.
+NESTED_OPERANDS = '''HloModule nested
+ENTRY %c (q: s32[]) -> (f32[8,7], pred[], f32[]) {
+  %r = f32[8,7] reshape(f32[1,8,1,7] parameter(1))
+  %q = s32[] parameter(0)
+  %p = pred[] compare(%q, s32[] constant(5)), direction=LT
+  ROOT %t = (f32[8,7], pred[], f32[]) tuple(%r, %p, f32[] add(f32[] constant(1), f32[] negate(f32[] constant(2))))
+}
+'''
+
+# Signature forms: a parameter without ':', an ENTRY without a name.
+SIGNATURES = '''HloModule sigs
+%neg (operand f64[2,2]) -> f64[2,2] {
+  %operand = f64[2,2] parameter(0)
+  ROOT %n = f64[2,2] negate(%operand)
+}
+ENTRY (x: f64[2,2]) -> f64[2,2] {
+  %x = f64[2,2] parameter(0)
+  ROOT %c = f64[2,2] call(%x), to_apply=%neg
+}
+'''
+
+# Computations written in place of their name, on one line or several.
+INLINE_COMPUTATIONS = '''HloModule inline
+ENTRY %e {
+  %p = f32[8] parameter(0)
+  %z = f32[] constant(0)
+  %r = f32[] reduce(%p, %z), dimensions={0}, to_apply={ %a = f32[] parameter(0)  %b = f32[] parameter(1)  ROOT %s = f32[] add(%a, %b) }
+  ROOT %r2 = f32[] reduce(%p, %r), dimensions={0}, to_apply={
+    x = f32[] parameter(0)
+    y = f32[] parameter(1)
+    ROOT m = f32[] maximum(x, y)
+  }, metadata={op_name="max"}
+}
+'''
+
+# A quoted module name that is no identifier: printed quoted again.
+QUOTED_NAME = '''HloModule "jit(f)/a b.c"
+ENTRY %e {
+  ROOT %c = f32[] constant(1)
+}
+'''
+
 MODULES = {
     "stack_frames": STACK_FRAMES,
     "collectives": COLLECTIVES,
@@ -151,4 +194,8 @@ MODULES = {
     "control_flow": CONTROL_FLOW,
     "short_form": SHORT_FORM,
     "crlf": CRLF,
+    "nested_operands": NESTED_OPERANDS,
+    "signatures": SIGNATURES,
+    "inline_computations": INLINE_COMPUTATIONS,
+    "quoted_name": QUOTED_NAME,
 }
