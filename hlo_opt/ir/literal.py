@@ -206,6 +206,45 @@ def _check_range(values, et: str) -> None:
         raise LiteralSyntaxError(f"value {bad} is out of range for {et} [{lo}, {hi}]")
 
 
+_SCALAR_LIMITS: dict = {}
+
+
+def scalar_text_fits(payload: str, et: str) -> bool:
+    """Cheap check of a scalar literal written as one plain number (the common constant):
+    True when it fits type ``et``; raises LiteralSyntaxError when it does not; False when
+    the text needs the full parse."""
+    limits = _SCALAR_LIMITS.get(et)
+    if limits is None:
+        if is_float(et):
+            limits = ("f", _float_max(et))
+        elif et in BIT_WIDTH and not is_complex(et) and et != "pred":
+            bits = BIT_WIDTH[et]
+            limits = ("i", -(1 << (bits - 1)), (1 << (bits - 1)) - 1) if is_signed_int(et) \
+                else ("i", 0, (1 << bits) - 1)
+        else:
+            limits = ("",)
+        _SCALAR_LIMITS[et] = limits
+    kind = limits[0]
+    if kind == "i":
+        if not payload.lstrip("-").isdigit():
+            return False
+        v = int(payload)
+        if v < limits[1] or v > limits[2]:
+            raise LiteralSyntaxError(f"value {v} is out of range for {et} "
+                                     f"[{limits[1]}, {limits[2]}]")
+        return True
+    if kind == "f":
+        try:
+            v = float(payload)
+        except ValueError:
+            return False
+        if abs(v) > limits[1] and v == v and abs(v) != float("inf"):
+            raise LiteralSyntaxError(f"value {abs(v):g} is out of range for {et} "
+                                     f"(|value| <= {limits[1]:g})")
+        return True
+    return False
+
+
 def _float_max(et: str) -> float:
     try:
         import ml_dtypes

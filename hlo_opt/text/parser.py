@@ -391,11 +391,16 @@ class _Parser(GeneralScanner):
 def _check_constant(inst: Instruction, pos: int) -> None:
     """A constant's literal must fit its shape (XLA's parser rejects it otherwise): the
     value is built now (and kept), the error located at the literal."""
-    from ..ir.literal import LiteralSyntaxError, parse_literal
-    if inst.payload == "{...}":
+    from ..ir.literal import LiteralSyntaxError, parse_literal, scalar_text_fits
+    payload = inst.payload
+    if payload == "{...}":
         return
     try:
-        inst._literal = parse_literal(inst.payload, inst.shape)
+        shape = inst.shape
+        if not shape.dims and shape.is_array() and scalar_text_fits(payload,
+                                                                    shape.element_type):
+            return  # (the value itself is built on first use)
+        inst._literal = parse_literal(payload, shape)
     except LiteralSyntaxError as e:
         raise ScanError(pos, f"constant literal does not fit {inst.shape.to_text(False)}: {e}",
                         semantic=True) from None
