@@ -89,7 +89,8 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
                                     on_stats=collected.append if (summary or stats_path)
                                     else None)
     for module in modules:
-        outputs.append(module.to_text())
+        outputs.append(module.to_text(
+            syntax_sugar_async_ops=options.xla_syntax_sugar_async_ops))
     if stats_path:
         passes_api.write_stats_json(stats_path, collected)
     if summary and collected:

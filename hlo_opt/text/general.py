@@ -19,6 +19,21 @@ from .patterns import (ATTR_NAME_RE, BARE_OPERAND_RE, CALLED, INST_RE, OPCODE_RE
 from .scan import ScanError, read_value, rx
 
 
+_ASYNC_SUFFIXES = (("-start", "async-start"), ("-update", "async-update"),
+                   ("-done", "async-done"))
+
+
+def async_sugar(opcode: str):
+    """``call-start`` -> ("call", "async-start"): an opcode XLA's parser takes as the
+    shorthand of an async op wrapping another one, or None."""
+    for suffix, async_op in _ASYNC_SUFFIXES:
+        if opcode.endswith(suffix):
+            inner = opcode[:-len(suffix)]
+            if inner in OPCODES and not inner.startswith("async"):
+                return inner, async_op
+    return None
+
+
 class GeneralScanner:
     """Mixin for the parser: needs ``self.text`` (comments blanked) and ``self.raw``."""
 
@@ -184,7 +199,69 @@ class GeneralScanner:
             else:
                 attrs[key] = value
             pos = vend
+        sugared = self.__dict__.get("sugared")
+        if sugared and inst in sugared:
+            self.desugar_async(inst, *sugared.pop(inst), pending)
         return inst, m.start(1), names, npos, pos
+
+    def desugar_async(self, inst, wrapped: str, opos: int, pending: list) -> None:
+        """``call-start(...)``, ``dynamic-slice-start(...)``, ...: XLA's shorthand for an
+        async-start whose computation holds just that op (its attributes go with it; the
+        async-start keeps ``async_execution_thread``); ``X-update`` / ``X-done`` are
+        async-update / async-done."""
+        if inst.opcode != "async-start":
+            for key in list(inst.attrs):
+                if key != "async_execution_thread":
+                    raise ScanError(opos, f"{wrapped}-{inst.opcode[6:]} takes no attribute "
+                                    f"'{key}'", semantic=True)
+            return
+        from ..ir.computation import Computation
+        shape = inst.shape
+        if shape is None or not shape.is_tuple() or len(shape.tuple_shapes) < 2 or \
+                not shape.tuple_shapes[0].is_tuple():
+            raise ScanError(opos, f"{wrapped}-start needs its shape written out: "
+                            "((operand shapes), result shape, ...)", semantic=True)
+        comp = Computation(f" async {opos}")
+        comp.module = self.module
+        params = []
+        for i, ps in enumerate(shape.tuple_shapes[0].tuple_shapes):
+            p = Instruction("parameter", ps, (), {}, "async_param" if i == 0 else
+                            f"async_param.{i}", str(i))
+            params.append(p)
+        root = Instruction(wrapped, shape.tuple_shapes[1], params, {}, wrapped)
+        thread = None
+        for key, value in list(inst.attrs.items()):
+            if key == "async_execution_thread":
+                thread = value
+                continue
+            root.attrs[key] = value
+        if inst.called_attr is not None:  # to_apply= / calls= of the wrapped op
+            keys = inst.called_attr if isinstance(inst.called_attr, tuple) else \
+                (inst.called_attr,)
+            root.called_attr = inst.called_attr
+            for k in keys:
+                root.attrs[k] = inst.attrs.get(k, "")
+            for i in range(len(pending)):
+                if pending[i][0] is inst:
+                    pending[i] = (root,) + tuple(pending[i][1:])
+            inst.called_attr = None
+        inst.attrs.clear()
+        if thread is not None:
+            inst.attrs["async_execution_thread"] = thread
+        for p in params:
+            p.parent = comp
+        root.parent = comp
+        comp._instructions = dict.fromkeys(params + [root])
+        for x in comp._instructions:
+            self.module.reserve_name(x.name)
+        comp.parameters = params
+        comp.root = root
+        if thread is not None:
+            comp.execution_thread = thread.strip('"')
+        inst.attrs["calls"] = ""
+        inst.called_attr = "calls"
+        pending.append((inst, "calls", [comp.name], opos))
+        self.inline_comps.append((comp, False))
 
     def parse_rhs(self, pos: int, name: str):
         """``[shape] opcode(operands)`` at ``pos``: (instruction without attributes, its
@@ -199,8 +276,12 @@ class GeneralScanner:
         if not om:
             raise ScanError(self.skip_ws(pos), "expected an opcode followed by '('")
         opcode = om.group(1)
+        wrapped = None
         if opcode not in OPCODES:
-            raise ScanError(om.start(1), f"unknown opcode '{opcode}'", semantic=True)
+            wrapped = async_sugar(opcode)
+            if wrapped is None:
+                raise ScanError(om.start(1), f"unknown opcode '{opcode}'", semantic=True)
+            wrapped, opcode = wrapped
         open_pos = om.end() - 1
         close = scan.find_closing(text, open_pos)
         names: list[str] = []
@@ -210,7 +291,10 @@ class GeneralScanner:
             payload = " ".join(inner.split()) if "\n" in inner else inner.strip()
         else:
             names = self.parse_operands(open_pos + 1, close - 1)
-        return Instruction(opcode, shape, (), {}, name, payload), names, close
+        inst = Instruction(opcode, shape, (), {}, name, payload)
+        if wrapped is not None:
+            self.__dict__.setdefault("sugared", {})[inst] = (wrapped, om.start(1))
+        return inst, names, close
 
     def parse_operands(self, start: int, end: int) -> list[str]:
         """Operand names between the parens: ``a, b`` or ``f32[2]{0} %a, s32[] %b``; an

@@ -128,10 +128,11 @@ class _Parser(GeneralScanner):
             module.name = entry.name
         for icomp in inline:  # XLA names a computation written in place "_"
             taken = {c.name for c in module.computations}
-            name, k = "_", 0
+            base = "async_wrapped" if icomp.name.startswith(" async") else "_"
+            name, k = base, 0
             while name in taken:
                 k += 1
-                name = f"_.{k}"
+                name = f"{base}.{k}"
             comps[name] = comps.pop(icomp.name)
             pending = [(i, a, [name if n == icomp.name else n for n in ns], p)
                        for i, a, ns, p in pending]

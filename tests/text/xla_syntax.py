@@ -186,6 +186,30 @@ ENTRY %e {
 }
 '''
 
+# Async shorthand: `X-start` / `X-done` wrap op X in an async computation (any op, not
+# only those with async opcodes of their own).
+ASYNC_SUGAR = '''HloModule async_sugar
+%callee (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%x)
+}
+ENTRY %e (p: f32[4], i: s32[], u: f32[2]) -> (f32[4], f32[2], f32[4], f32[4]) {
+  %p = f32[4] parameter(0)
+  %i = s32[] parameter(1)
+  %u = f32[2] parameter(2)
+  %cs = ((f32[4]), f32[4], s32[]) call-start(%p), to_apply=%callee
+  %cd = f32[4] call-done(%cs)
+  %ds = ((f32[4], s32[]), f32[2], s32[]) dynamic-slice-start(%p, %i), dynamic_slice_sizes={2}
+  %dd = f32[2] dynamic-slice-done(%ds)
+  %us = ((f32[4], f32[2], s32[]), f32[4], s32[]) dynamic-update-slice-start(%p, %u, %i)
+  %uu = ((f32[4], f32[2], s32[]), f32[4], s32[]) dynamic-update-slice-update(%us)
+  %ud = f32[4] dynamic-update-slice-done(%uu)
+  %es = ((f32[4]), f32[4], s32[]) exponential-start(%p), async_execution_thread="side"
+  %ed = f32[4] exponential-done(%es)
+  ROOT %t = (f32[4], f32[2], f32[4], f32[4]) tuple(%cd, %dd, %ud, %ed)
+}
+'''
+
 MODULES = {
     "stack_frames": STACK_FRAMES,
     "collectives": COLLECTIVES,
@@ -198,4 +222,5 @@ MODULES = {
     "signatures": SIGNATURES,
     "inline_computations": INLINE_COMPUTATIONS,
     "quoted_name": QUOTED_NAME,
+    "async_sugar": ASYNC_SUGAR,
 }
