@@ -375,14 +375,9 @@ def _all_satisfy(inst: Instruction, pred) -> bool:
 
 
 def _is_reduce_epilogue_intermediate(inst: Instruction) -> bool:
-    if len(inst.operands) > 1 or inst.user_count > 1:
-        return False
-    op = inst.opcode
-    if op in ("bitcast", "bitcast-convert", "convert"):
-        return True
-    if op == "reshape":
-        return reshape_is_bitcast(inst.operands[0].shape, inst.shape)
-    return False
+    """XLA's IsIntermediate(hlo, 1) (newer than its IsReduceIntermediate): any unary
+    elementwise op or bitcast-like op, whatever its number of users."""
+    return is_intermediate(inst, 1)
 
 
 # ---- in-place operations -------------------------------------------------------------------
