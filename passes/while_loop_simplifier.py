@@ -13,10 +13,13 @@
   bound held in the state gives a trip count) and the element dies (XLA's
   TryRemoveConstantParams).  Readers of any passed-through element after the loop read
   its init value.
+* Two invariant elements with the same init value are one: readers of the second read
+  the first (XLA's TryRemoveRepeatedWhileTupleIndices), and the second dies.
 * A loop without state and without side effects is removed (its value is ``()``).
 
-Not done (XLA does more): flattening nested tuples, merging repeated elements and
-induction variables, dead dynamic-update-slices, brute-force trip counts.
+Not done (XLA does more): flattening nested tuples, merging repeated elements that are
+not invariant, merging induction variables, dead dynamic-update-slices, brute-force trip
+counts.
 """
 from __future__ import annotations
 
@@ -245,6 +248,7 @@ def _propagate_pass_through(comp, w) -> bool:
     if root.opcode != "tuple":
         return False
     changed = False
+    first_of: dict = {}  # init instruction -> first pass-through index holding it
     for i in range(len(w.shape.tuple_shapes)):
         r = root.operands[i]
         if not (r.opcode == "get-tuple-element" and r.operands[0] is bparam
@@ -253,6 +257,9 @@ def _propagate_pass_through(comp, w) -> bool:
         init_i = _init_element(w, i)
         if init_i is None:
             continue
+        k = first_of.setdefault(init_i, i)
+        if k != i:  # a repeated invariant element: its readers read element k
+            changed |= _redirect_element(body, cond, root, i, k)
         for u in list(w.users):
             if u.opcode == "get-tuple-element" and u.attr("index") == i and \
                     (u.user_count or u.is_root):
@@ -279,6 +286,33 @@ def _propagate_pass_through(comp, w) -> bool:
                 if not g.user_count:
                     remove_dead(comp_in, g, control_successors(comp_in))
                 changed = True
+    return changed
+
+
+def _redirect_element(body, cond, root, i: int, k: int) -> bool:
+    """XLA's TryRemoveRepeatedWhileTupleIndices for invariant elements: i always equals
+    k, so what reads i in the body and the condition reads k (i then dies)."""
+    changed = False
+    for comp_in in (body, cond):
+        param = comp_in.parameters[0]
+        gtes = [g for g in param.users if g.opcode == "get-tuple-element"]
+        src = next((g for g in gtes if g.attr("index") == k), None)
+        for g in gtes:
+            if g.attr("index") != i:
+                continue
+            readers = [x for x in g.users if not (x is root and comp_in is body)]
+            if not readers and not (g.is_root and comp_in is cond):
+                continue
+            if src is None:
+                src = comp_in.add("get-tuple-element", g.shape, [param], name=g.name,
+                                  attrs={"index": str(k)})
+            for x in readers:
+                x.replace_operand_with(g, src)
+            if g.is_root:
+                comp_in.root = src
+            if not g.user_count and not g.is_root:
+                remove_dead(comp_in, g, control_successors(comp_in))
+            changed = True
     return changed
 
 
