@@ -215,7 +215,9 @@ def scalar_text_fits(payload: str, et: str) -> bool:
     the text needs the full parse."""
     limits = _SCALAR_LIMITS.get(et)
     if limits is None:
-        if is_float(et):
+        if et == "pred":
+            limits = ("p",)
+        elif is_float(et):
             limits = ("f", _float_max(et))
         elif et in BIT_WIDTH and not is_complex(et) and et != "pred":
             bits = BIT_WIDTH[et]
@@ -225,6 +227,8 @@ def scalar_text_fits(payload: str, et: str) -> bool:
             limits = ("",)
         _SCALAR_LIMITS[et] = limits
     kind = limits[0]
+    if kind == "p":
+        return payload in ("true", "false", "0", "1")
     if kind == "i":
         if not payload.lstrip("-").isdigit():
             return False

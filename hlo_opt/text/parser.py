@@ -389,18 +389,28 @@ class _Parser(GeneralScanner):
                                     "write the shape out", semantic=True) from None
 
 
+_FITTING_SCALARS: dict[str, set[str]] = {}  # element type -> scalar texts known to fit
+
+
 def _check_constant(inst: Instruction, pos: int) -> None:
     """A constant's literal must fit its shape (XLA's parser rejects it otherwise): the
     value is built now (and kept), the error located at the literal."""
-    from ..ir.literal import LiteralSyntaxError, parse_literal, scalar_text_fits
     payload = inst.payload
+    shape = inst.shape
+    scalar = not shape.dims and shape.element_type != "tuple"
+    if scalar:
+        ok = _FITTING_SCALARS.get(shape.element_type)
+        if ok is not None and payload in ok:
+            return  # seen before: fits (the value itself is built on first use)
     if payload == "{...}":
         return
+    from ..ir.literal import LiteralSyntaxError, parse_literal, scalar_text_fits
     try:
-        shape = inst.shape
-        if not shape.dims and shape.is_array() and scalar_text_fits(payload,
-                                                                    shape.element_type):
-            return  # (the value itself is built on first use)
+        if scalar and shape.is_array() and scalar_text_fits(payload, shape.element_type):
+            ok = _FITTING_SCALARS.setdefault(shape.element_type, set())
+            if len(ok) < 4096:
+                ok.add(payload)
+            return
         inst._literal = parse_literal(payload, shape)
     except LiteralSyntaxError as e:
         raise ScanError(pos, f"constant literal does not fit {inst.shape.to_text(False)}: {e}",
