@@ -52,10 +52,7 @@ HORIZONTAL = ["horizontal_loop_fusion", "horizontal_input_fusion", "cse", "dce"]
 
 def _run(pipe, module, options) -> None:
     from hlo_opt.pipeline import PipelineRunner
-    from passes.gpu._options import set_current_options, using_options
-    set_current_options(options)
-    with using_options(options):
-        PipelineRunner(options, verifier=None).run(pipe, module)
+    PipelineRunner(options, verifier=None).run(pipe, module)  # options -> module.config
 
 
 def _modules():
@@ -80,9 +77,9 @@ def _modules():
 
 
 def snapshot(inputs: Path) -> None:
-    from passes.gpu_pipelines import register_gpu_pipelines
-    from passes.pipelines import Seq, _build
-    stages = register_gpu_pipelines()["gpu"].items[:PRE_FUSION_STAGES]
+    from hlo_opt.pipeline import Pipeline
+    from passes.pipelines import build_pipeline
+    stages = build_pipeline("gpu").items[:PRE_FUSION_STAGES]
     print("stages before fusion:", ", ".join(s.name for s in stages))
     raw = Path(str(inputs) + "_raw")
     inputs.mkdir(parents=True, exist_ok=True)
@@ -91,7 +88,8 @@ def snapshot(inputs: Path) -> None:
     for name, module in _modules():
         (raw / f"{name}.hlo").write_text(module.to_text())
         try:
-            _run(_build(Seq("pre-fusion", stages)), module, DebugOptions())
+            fresh = build_pipeline("gpu").items[:PRE_FUSION_STAGES]  # new pass instances
+            _run(Pipeline("pre-fusion", fresh), module, DebugOptions())
         except HloError as e:
             print(f"skipped {name}: {str(e).splitlines()[0]}")
             continue

@@ -139,14 +139,13 @@ def run_once(text: str, priority: bool, profiler=None):
     """One ``gpu`` run: (module before, module after, stats, wall s, CPU s, GC s, CPU s
     per pass)."""
     from hlo_opt.passes_api import optimize
-    from passes.gpu._options import using_options
     module = parse_hlo(text, "gpu_bench")
     n_before = module.instruction_count()
     options = DebugOptions(xla_gpu_enable_priority_fusion=priority)
     captured = {}
     per_pass = _CpuPerPass()
     gc.collect()
-    with using_options(options), _GcClock() as clock:
+    with _GcClock() as clock:
         t0 = time.perf_counter()
         c0 = time.process_time()
         if profiler is not None:
@@ -165,8 +164,6 @@ def run(instructions: int, priority: bool, top: int, repeat: int = 1,
         profile: int = 0) -> None:
     """Runs ``repeat`` times and reports the fastest run (total and per pass: minimum over
     the runs), a loaded machine's noise being one-sided."""
-    from passes.gpu_pipelines import register_gpu_pipelines
-    register_gpu_pipelines()
     text = make_module(instructions)
     best = None
     per_pass: dict[str, float] = {}

@@ -37,7 +37,7 @@ _RANDOM_SEP = "\n// ===== random graph =====\n"
 
 def _random_texts(count: int) -> list[str]:
     from hypothesis import HealthCheck, given, settings
-    from tests.passes.random_graphs import modules
+    from tests.support.random_graphs import modules
     out: list[str] = []
     for const in (False, True):
         @settings(max_examples=count, derandomize=True, database=None, deadline=None,
@@ -131,8 +131,6 @@ def main() -> int:
     ap.add_argument("--bench-sizes", default="1000,10000")
     ap.add_argument("--only", default=None, help="regex on module ids")
     args = ap.parse_args()
-    from passes.gpu_pipelines import register_gpu_pipelines
-    register_gpu_pipelines()
     base = args.save or args.compare
     base.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.bench_sizes.split(",") if s]

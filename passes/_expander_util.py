@@ -3,7 +3,7 @@ drop degenerate dims, vector-indexed dynamic slices, zero padding of index vecto
 ``WhileUtil::MakeCountedLoop``, ``HloComputation::ReplaceInstruction`` and the
 computation lists ``MakeNonfusionComputations`` gives.
 
-Every maker takes a :class:`~passes._build.Builder` (which adds to its computation) and
+Every maker takes a :class:`~hlo_opt.rewrite.builder.Builder` (which adds to its computation) and
 returns the new instruction, so a pass writes ``collapse_first_n_dims(b, x, 2)`` where XLA
 writes ``CollapseFirstNDims(x, 2)``.
 """
@@ -16,7 +16,7 @@ import numpy as np
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder, array_shape
+from hlo_opt.rewrite.builder import Builder, array_shape
 from .dce import remove_instruction_and_unused_operands
 
 # Attributes ReplaceInstruction carries from the old instruction to a new one lacking them.
@@ -25,8 +25,7 @@ _CARRIED_ATTRS = ("metadata", "sharding", "frontend_attributes")
 
 def non_fusion_computations(module) -> list[Computation]:
     """XLA's ``MakeNonfusionComputations``: every computation no fusion calls."""
-    fused = module.fusion_computations()
-    return [c for c in module.computations if c not in fused]
+    return module.nonfusion_computations()
 
 
 def replace_instruction(comp: Computation, old, new, fresh: bool = True) -> None:

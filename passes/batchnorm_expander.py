@@ -21,9 +21,8 @@ import math
 
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder, scalar_computation
-from ._rewrite import control_successors, has_opcode, remove_dead
-from .registry import register
+from hlo_opt.rewrite.builder import Builder, scalar_computation
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 
 
 class _Expand:
@@ -150,7 +149,6 @@ def expand_grad(e: _Expand, bn):
 _BATCH_NORM = frozenset(("batch-norm-training", "batch-norm-inference", "batch-norm-grad"))
 
 
-@register
 class BatchNormExpander:
     name = "batchnorm_expander"
 

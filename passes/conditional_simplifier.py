@@ -15,12 +15,10 @@ are left alone.  As XLA's, also (for branch computations no other instruction ca
 from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
-
-from ._build import Builder
-from ._rewrite import control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline
 from .algsimp.predicates import scalar_value
-from .registry import register
 
 
 def chosen_branch(cond):
@@ -37,7 +35,6 @@ def chosen_branch(cond):
     return v if 0 <= v < n else n - 1
 
 
-@register
 class ConditionalSimplifier:
     name = "simplify-conditional"
 
@@ -90,7 +87,7 @@ def _own_branches(c, module) -> bool:
     if len(set(c.called)) != len(c.called):
         return False
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst is not c and any(b in c.called for b in inst.called):
                 return False
     return True

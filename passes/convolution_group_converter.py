@@ -35,10 +35,9 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import BIT_WIDTH
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import (derived_attrs, non_fusion_computations, replace_instruction,
                              scalar_binary_computation)
-from .registry import register
 
 _CONV_OWN_ATTRS = ("window", "dim_labels", "feature_group_count", "batch_group_count")
 
@@ -300,7 +299,6 @@ def _never(_conv) -> bool:
     return False
 
 
-@register
 class ConvolutionGroupConverter:
     name = "convolution-group-converter"
 

@@ -9,9 +9,8 @@ and reshapes even when they are identities; algsimp removes those.)
 """
 from __future__ import annotations
 
-from ._build import Builder, dot_dims, dot_extra_attrs
-from ._rewrite import control_successors, remove_dead
-from .registry import register
+from hlo_opt.rewrite.builder import Builder, dot_dims, dot_extra_attrs
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 
 
 def is_canonical(rank: int, contracting, batch) -> bool:
@@ -48,7 +47,6 @@ def _canonicalize_operand(b: Builder, op, batch, contracting, contracting_minor:
     return b.reshape(t, shape), cdim
 
 
-@register
 class DotDecomposer:
     name = "dot_decomposer"
 

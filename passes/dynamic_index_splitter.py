@@ -9,9 +9,8 @@ Fusion computations are not visited.
 """
 from __future__ import annotations
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import non_fusion_computations, replace_instruction, split_index_vector
-from .registry import register
 
 
 def _split(comp, op) -> bool:
@@ -47,7 +46,6 @@ def run_dynamic_index_splitter(module) -> bool:
     return changed
 
 
-@register
 class DynamicIndexSplitter:
     name = "dynamic-index-splitter"
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
-from ._rewrite import control_successors, remove_dead
-from .registry import register
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 
 
 def _drop1(shape: Shape) -> Shape:
     return Shape.array(shape.element_type, [d for d in shape.dims if d != 1])
 
 
-@register
 class ReductionDegenerateDimRemover:
     name = "reduction-degenerate-dim-remover"
 

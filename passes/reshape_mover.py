@@ -13,11 +13,10 @@ from __future__ import annotations
 from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.ir.types import BIT_WIDTH
 
-from ._build import Builder
-from ._rewrite import comp_has_opcode, control_successors, has_opcode, remove_dead
-from ._shape_util import reshape_leaves_dims_unmodified
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import comp_has_opcode, control_successors, has_opcode, remove_dead
+from hlo_opt.analysis.shape_util import reshape_leaves_dims_unmodified
 from .algsimp.predicates import inverse_perm, is_identity_perm
-from .registry import register
 
 
 _REARRANGES = frozenset(("reshape", "transpose"))
@@ -46,7 +45,6 @@ def _is_elementwise(inst) -> bool:
     return is_elementwise(inst.opcode)
 
 
-@register
 class ReshapeMover:
     name = "reshape-mover"
 

@@ -30,9 +30,8 @@ import math
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import BIT_WIDTH, is_complex
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import new_computation, non_fusion_computations, replace_instruction
-from .registry import register
 
 _ALGORITHMS = {"rng_default": None, "rng_three_fry": "three_fry", "rng_philox": "philox"}
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
@@ -247,7 +246,6 @@ def _expandable(inst, algorithm: str) -> bool:
     return state.dims[0] in (2, 3)
 
 
-@register
 class RngBitGeneratorExpander:
     name = "rng-bit-generator-expander"
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import re
 
-from .registry import register
 
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
 
 
-@register
 class SanitizeConstantNames:
     name = "sanitize-constant-names"
 

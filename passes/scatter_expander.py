@@ -34,13 +34,12 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from ._build import Builder, scalar_computation
+from hlo_opt.rewrite.builder import Builder, scalar_computation
 from ._expander_util import (collapse_first_n_dims, dynamic_slice_vec,
                              dynamic_update_slice_vec, elide_degenerate_dims,
                              insert_degenerate_dims, make_counted_loop, new_computation,
                              non_fusion_computations, pad_vector_with_zeros,
                              prepend_degenerate_dims, r1_constant, replace_instruction)
-from .registry import register
 
 _INT32_MAX = (1 << 31) - 1
 MODES = ("all", "simple", "indeterministic")
@@ -119,7 +118,7 @@ def call_and_get_output(module, original: Computation, index: int) -> Computatio
                            {k: v for k, v in inst.attrs.items()
                             if k != "control-predecessors"},
                            inst.name, inst.payload, inst.called, inst.called_attr)
-        copy._literal = inst._literal
+        copy.cache_literal(inst.cached_literal)
         comp.add_instruction(copy)
         mapping[inst] = copy
     root = mapping[original.root]
@@ -270,7 +269,6 @@ def _matches(scatter, mode: str) -> bool:
     return not is_scatter_deterministic(scatter)
 
 
-@register
 class ScatterExpander:
     name = "scatter_expander"
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.shape import Shape
 
-from ._rewrite import comp_has_opcode, control_successors, has_opcode, remove_dead
-from .registry import register
+from hlo_opt.rewrite.rules import comp_has_opcode, control_successors, has_opcode, remove_dead
 
 
 def _shrink_comparator(module, comp: Computation, keep: list[int]) -> Computation:
@@ -26,7 +25,7 @@ def _shrink_comparator(module, comp: Computation, keep: list[int]) -> Computatio
         if p not in params:
             assert p.user_count == 0
             p.detach_operands()
-            del new._instructions[p]
+            new.unlink(p)  # its name stays taken
             p.parent = None
     new.parameters = params
     for inst in new.instructions:
@@ -35,7 +34,6 @@ def _shrink_comparator(module, comp: Computation, keep: list[int]) -> Computatio
     return new
 
 
-@register
 class SortSimplifier:
     name = "simplify-sorts"
 

@@ -22,8 +22,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE
 from hlo_opt.ir.types import BIT_WIDTH
 
-from ._rewrite import comp_has_opcode
-from .registry import register
+from hlo_opt.rewrite.rules import comp_has_opcode
 
 # Attributes SameOp ignores (HloInstruction::IdenticalSlowPath compares none of them).
 _IGNORED_ATTRS = frozenset({"metadata", "sharding", "frontend_attributes", "statistics",
@@ -139,7 +138,6 @@ def run_slice_sinker(module) -> bool:
     return changed
 
 
-@register
 class SliceSinker:
     name = "slice-sinker"
 

@@ -22,9 +22,8 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
+from hlo_opt.rewrite.builder import Builder
 from ._expander_util import non_fusion_computations, replace_instruction
-from .registry import register
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -38,7 +37,7 @@ def clone_comparator(module, comp: Computation, extra_params: int = 0) -> Comput
         copy = Instruction(inst.opcode, inst.shape, [mapping[o] for o in inst.operands],
                            dict(inst.attrs), inst.name, inst.payload, inst.called,
                            inst.called_attr)
-        copy._literal = inst._literal
+        copy.cache_literal(inst.cached_literal)
         new.add_instruction(copy)
         mapping[inst] = copy
     for inst, copy in mapping.items():
@@ -68,7 +67,7 @@ def add_tie_breaker(comp: Computation, iota_index: int) -> None:
                            {k: v for k, v in inst.attrs.items()
                             if k != "control-predecessors"},
                            inst.opcode, inst.payload, inst.called, inst.called_attr)
-        copy._literal = inst._literal
+        copy.cache_literal(inst.cached_literal)
         comp.add_instruction(copy)
         swapped[inst] = copy
         if inst is old_root:
@@ -128,7 +127,6 @@ def run_stable_sort_expander(module) -> bool:
     return changed
 
 
-@register
 class StableSortExpander:
     name = "stable-sort-expander"
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.attributes import ConvDimLabels
 
-from ._build import Builder, dot_dims, dot_extra_attrs
-from ._rewrite import control_successors, remove_dead
-from .registry import register
+from hlo_opt.rewrite.builder import Builder, dot_dims, dot_extra_attrs
+from hlo_opt.rewrite.rules import control_successors, remove_dead
 
 
 def _non_identity_transpose(i) -> bool:
@@ -40,7 +39,6 @@ def _operand_labels(batch_or_in, feature_or_out, spatial, rank, chars) -> str:
     return "".join(out)
 
 
-@register
 class TransposeFolding:
     name = "transpose-folding"
 

@@ -10,9 +10,8 @@ and control edges are relayed the way XLA's RelayControlDependenciesSafely does.
 """
 from __future__ import annotations
 
-from ._rewrite import comp_has_opcode
+from hlo_opt.rewrite.rules import comp_has_opcode
 from .dce import control_successor_set, remove_instruction_and_unused_operands
-from .registry import register
 
 
 def _latest_non_gte_ancestor_and_index(inst):
@@ -48,7 +47,7 @@ class _Replacer:
         self.ctrl = control_successor_set(comp)
 
     def _successors(self, inst):
-        return [u for u in self.comp._instructions if inst in u.control_predecessors]
+        return [u for u in self.comp.iter_instructions() if inst in u.control_predecessors]
 
     def replace(self, old, new) -> bool:
         if old is new:
@@ -114,7 +113,6 @@ def run_tuple_simplifier(module, exclude_entry_computation: bool = False) -> boo
     return changed
 
 
-@register
 class TupleSimplifier:
     name = "tuple-simplifier"
 

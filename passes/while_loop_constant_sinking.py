@@ -12,9 +12,8 @@ from __future__ import annotations
 from hlo_opt.ir.clone import clone_computation
 from hlo_opt.ir.instruction import Instruction
 
-from ._rewrite import has_opcode
+from hlo_opt.rewrite.rules import has_opcode
 from ._while_util import _called_index, while_body, while_cond
-from .registry import register
 
 
 def _clone_constant(comp, c: Instruction) -> Instruction:
@@ -22,11 +21,10 @@ def _clone_constant(comp, c: Instruction) -> Instruction:
         op = _clone_constant(comp, c.operands[0])
         return comp.add("broadcast", c.shape, [op], attrs=dict(c.attrs))
     new = comp.add("constant", c.shape, payload=c.payload)
-    new._literal = c._literal
+    new.cache_literal(c.cached_literal)
     return new
 
 
-@register
 class WhileLoopConstantSinking:
     name = "while-loop-constant-sinking"
 

@@ -27,10 +27,9 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._build import Builder
-from ._rewrite import control_successors, has_opcode, remove_dead
+from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
-from .registry import register
 
 
 def _callers(module):
@@ -89,8 +88,7 @@ def _live_indices(w: Instruction):
         live.add(u.attr("index"))
     if w.is_root:
         return None
-    from .constant_folding import has_side_effect
-    effects = [i for i in body.instructions if has_side_effect(i) or i.called]
+    effects = [i for i in body.instructions if i.has_side_effect() or i.called]
     deps = _deps_on_param(effects, body.parameters[0])
     if deps is None:
         return None
@@ -125,9 +123,8 @@ def _backward(roots) -> set:
 def _body_is_clean(body: Computation, live: list[int]) -> bool:
     """Every body instruction feeds the root or a side effect (no stray dead code that
     would keep reading a removed element)."""
-    from .constant_folding import has_side_effect
     keep = _backward([body.root] + [i for i in body.instructions
-                                    if has_side_effect(i) or i.called])
+                                    if i.has_side_effect() or i.called])
     return all(i in keep for i in body.instructions)
 
 
@@ -179,7 +176,6 @@ def _remove_dead_elements(comp: Computation, w: Instruction, module) -> bool:
     return True
 
 
-@register
 class WhileLoopSimplifier:
     name = "simplify-while-loops"
 
@@ -280,7 +276,7 @@ def _propagate_pass_through(comp, w) -> bool:
                     continue
                 c = comp_in.add("constant", init_i.shape, name=init_i.name,
                                 payload=init_i.payload)
-                c._literal = init_i._literal
+                c.cache_literal(init_i.cached_literal)
                 for x in readers:
                     x.replace_operand_with(g, c)
                 if not g.user_count:

@@ -19,7 +19,6 @@ import json
 
 from ._while_util import (_bound, _init_value, _linear_update, induction_var_index,
                           trip_count, while_body, while_cond)
-from .registry import register
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -62,7 +61,6 @@ def _fields(w) -> dict | None:
     return fields
 
 
-@register
 class WhileLoopTripCountAnnotator:
     name = "while-loop-trip-count-annotator"
 

@@ -30,13 +30,11 @@ from tests.conftest import corpus_files, sample_files  # noqa: E402
 
 def row(path: Path, module, pipeline: str, options) -> dict:
     from hlo_opt.passes_api import optimize
-    from passes.gpu._options import using_options
     instructions = sum(c.instruction_count() for c in kernel_computations(module))
     before = module_cost(module)
     before_kernels = kernel_breakdown(module)
     work = module.clone()
-    with using_options(options):
-        optimize(work, options, pipeline=pipeline)
+    optimize(work, options, pipeline=pipeline)
     after = module_cost(work)
     k = kernel_breakdown(work)
     return {"module": path.stem if len(path.stem) < 60 else path.stem[:57] + "...",
@@ -101,8 +99,6 @@ def main(argv=None) -> int:
                     help="corpus rows only where the pipeline changed the kernel count or bytes")
     args, flags = ap.parse_known_args(argv)
     options = DebugOptions.from_sources(parse_flag_tokens(flags, "the command line"))
-    from passes.gpu_pipelines import register_gpu_pipelines
-    register_gpu_pipelines()
     sample_rows = collect(sample_files(), args.pipeline, options)
     corpus_rows = [] if args.no_corpus else collect(corpus_files(), args.pipeline, options)
     if args.changed_only:

@@ -10,7 +10,7 @@ import importlib
 
 from ..errors import UnsupportedError
 
-KNOWN_BACKENDS = ("interpreter", "cpu", "cuda")
+KNOWN_BACKENDS = ("interpreter", "cpu", "cuda", "cuda-sim")
 
 
 def compile(module, backend: str = "interpreter", **options):  # noqa: A001 - XLA's verb
@@ -22,7 +22,7 @@ def compile(module, backend: str = "interpreter", **options):  # noqa: A001 - XL
         raise UnsupportedError(f"unknown backend '{backend}' (known: "
                                f"{', '.join(KNOWN_BACKENDS)})")
     try:
-        mod = importlib.import_module(f"{__name__}.{backend}")
+        mod = importlib.import_module(f"{__name__}.{backend.replace('-', '_')}")
     except ImportError as e:
         raise UnsupportedError(f"backend '{backend}' is not available: {e}") from None
     make = getattr(mod, "compile", None)

@@ -7,31 +7,31 @@ import sys
 import click
 
 
-def _spec_json(spec):
-    from passes.pipelines import Fix
-    if isinstance(spec, str):
-        return spec
-    if isinstance(spec, Fix):
-        return {"fixpoint": _spec_json(spec.body), "max_iterations": spec.max_iterations}
-    return {"pipeline": spec.name, "items": [_spec_json(i) for i in spec.items]}
+def _spec_json(item):
+    from ..pipeline import Fixpoint, Pipeline
+    if isinstance(item, Fixpoint):
+        return {"fixpoint": _spec_json(item.body), "max_iterations": item.max_iterations}
+    if isinstance(item, Pipeline):
+        return {"pipeline": item.name, "items": [_spec_json(i) for i in item.items]}
+    return item.name
 
 
-def _add(tree, spec) -> None:
-    from passes.pipelines import Fix
-    if isinstance(spec, str):
-        tree.add(spec)
-    elif isinstance(spec, Fix):
-        if isinstance(spec.body, str):
-            tree.add(f"{spec.body} [dim](fixpoint, ≤{spec.max_iterations})[/dim]")
+def _add(tree, item) -> None:
+    from ..pipeline import Fixpoint, Pipeline
+    if isinstance(item, Fixpoint):
+        if not isinstance(item.body, Pipeline):
+            tree.add(f"{item.body.name} [dim](fixpoint, ≤{item.max_iterations})[/dim]")
         else:
-            node = tree.add(f"[bold]{spec.body.name}[/bold] "
-                            f"[dim](fixpoint, ≤{spec.max_iterations} iterations)[/dim]")
-            for item in spec.body.items:
-                _add(node, item)
+            node = tree.add(f"[bold]{item.body.name}[/bold] "
+                            f"[dim](fixpoint, ≤{item.max_iterations} iterations)[/dim]")
+            for sub in item.body.items:
+                _add(node, sub)
+    elif isinstance(item, Pipeline):
+        node = tree.add(f"[bold]{item.name}[/bold]")
+        for sub in item.items:
+            _add(node, sub)
     else:
-        node = tree.add(f"[bold]{spec.name}[/bold]")
-        for item in spec.items:
-            _add(node, item)
+        tree.add(item.name)
 
 
 @click.command("pipelines")
@@ -39,22 +39,34 @@ def _add(tree, spec) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the pipelines as JSON.")
 def command(name, as_json):
     """List the named pipelines (for --pipeline NAME) with their passes."""
-    from passes.pipelines import PIPELINES, pipeline_names
-    from ..errors import PassError
-    names = pipeline_names()
-    if name is not None:
-        if name not in PIPELINES:
-            raise PassError(f"INVALID_ARGUMENT: Pipeline {name} not found. Known pipelines: "
-                            f"{', '.join(names)}")
-        names = [name]
+    from passes.pipelines import build_pipeline, pipeline_names
+    names = [name] if name is not None else pipeline_names()
+    built = {n: build_pipeline(n) for n in names}  # an unknown name: PassError
     if as_json:
-        sys.stdout.write(json.dumps({n: _spec_json(PIPELINES[n]) for n in names},
+        sys.stdout.write(json.dumps({n: _spec_json(p) for n, p in built.items()},
                                     indent=1) + "\n")
         return
     from rich.console import Console
     from rich.tree import Tree
     root = Tree("[bold]pipelines[/bold] (hlo-opt --pipeline NAME)")
+    from passes.cpu_pipelines import NOT_PORTED as not_ported
     for n in names:
         node = root.add(f"[bold cyan]{n}[/bold cyan]")
-        _add(node, PIPELINES[n])
+        _add(node, built[n])
+        for sub in _sub_names(built[n]):
+            for why in not_ported.get(sub, ()):
+                node.add(f"[yellow]not ported ({sub}):[/yellow] {why}")
     Console().print(root)
+
+
+def _sub_names(item) -> list[str]:
+    """The names of ``item`` and every pipeline inside it."""
+    from ..pipeline import Fixpoint, Pipeline
+    if isinstance(item, Fixpoint):
+        return _sub_names(item.body)
+    if not isinstance(item, Pipeline):
+        return []
+    out = [item.name]
+    for sub in item.items:
+        out += _sub_names(sub)
+    return out

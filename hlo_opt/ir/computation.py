@@ -20,10 +20,6 @@ class Computation:
     __slots__ = ("_name", "_instructions", "root", "parameters", "module", "execution_thread",
                  "is_entry", "__weakref__")
 
-    # Counts renames of any computation: a module's name index is rebuilt after one
-    # (HloModule.rename_computation renames without costing that).
-    renames = 0
-
     def __init__(self, name: str):
         self._name = name
         self._instructions: dict[Instruction, None] = {}
@@ -40,13 +36,26 @@ class Computation:
     @name.setter
     def name(self, value: str) -> None:
         if value != self._name:
-            Computation.renames += 1
+            if self.module is not None:
+                # the module's name index is rebuilt after a plain rename
+                # (HloModule.rename_computation renames without costing that)
+                self.module._renames += 1
             self._name = value
 
     # ---- membership -------------------------------------------------------------------
     @property
     def instructions(self) -> list[Instruction]:
         return list(self._instructions)
+
+    def instructions_view(self):
+        """A read-only live view of the instructions (no copy; membership, ``len`` and
+        iteration), for the hot loops that look without editing."""
+        return self._instructions.keys()
+
+    def iter_instructions(self):
+        """The instructions in insertion order, without a copy (read-only: do not add or
+        remove while iterating; :attr:`instructions` is a copy to edit over)."""
+        return iter(self._instructions)
 
     def instruction_count(self) -> int:
         return len(self._instructions)
@@ -80,6 +89,36 @@ class Computation:
     def add_parameter(self, shape: Shape, name: str | None = None) -> Instruction:
         n = len(self.parameters)
         return self.add("parameter", shape, name=name or f"param_{n}", payload=str(n))
+
+    def set_instructions(self, insts) -> None:
+        """Bulk: the computation holds exactly ``insts`` (in this order; each already has
+        this computation as ``parent``), the parser's fast path."""
+        self._instructions = dict.fromkeys(insts)
+
+    def unlink(self, inst: Instruction) -> None:
+        """Take ``inst`` out of this computation only: operands, users and names stay as
+        they are (graph surgery that moves it elsewhere, or drops it wholesale)."""
+        del self._instructions[inst]
+
+    def link(self, inst: Instruction) -> None:
+        """Put an instruction that keeps its name into this computation (``parent`` set;
+        the counterpart of :meth:`unlink`)."""
+        inst.parent = self
+        self._instructions[inst] = None
+
+    def remove_parameter(self, param: Instruction) -> int:
+        """Remove an unused parameter and renumber the later ones; returns its number."""
+        n = int(param.payload)
+        if param.user_count:
+            raise ValueError(f"parameter %{param.name} still has users")
+        del self._instructions[param]
+        if self.module is not None:
+            self.module.release_name(param.name)
+        param.parent = None
+        del self.parameters[n]
+        for k in range(n, len(self.parameters)):
+            self.parameters[k].payload = str(k)
+        return n
 
     def remove_instruction(self, inst: Instruction) -> None:
         """Remove an instruction that has no users (and is not the root)."""
@@ -153,6 +192,11 @@ class Computation:
             for c in inst.called:
                 seen[c] = None
         return list(seen)
+
+    def has_side_effect(self) -> bool:
+        """Does any instruction here have a side effect (XLA's
+        ``HloComputation::HasSideEffect``, called computations included)?"""
+        return any(i.has_side_effect() for i in self._instructions)
 
     @property
     def signature_shape(self) -> Shape:

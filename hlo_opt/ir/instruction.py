@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
+from .opcodes import (SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
+                      SIDE_EFFECT_POSSIBLE)
 from .shape import Shape
 
 # Generic attributes XLA prints after the opcode-specific ones.
@@ -57,6 +59,31 @@ class Instruction:
     @property
     def user_count(self) -> int:
         return len(self._users)
+
+    @property
+    def users_view(self):
+        """A read-only live view of the users (no copy; ``len``, membership, iteration)."""
+        return self._users.keys()
+
+    def iter_users(self):
+        """The users without a copy (read-only: do not edit edges while iterating)."""
+        return iter(self._users)
+
+    def has_user(self, user: "Instruction") -> bool:
+        return user in self._users
+
+    # Low-level edge edits for graph surgery that moves instructions (fusion): the
+    # caller keeps operands and users consistent; everything else uses the methods above.
+    def add_user(self, user: "Instruction") -> None:
+        self._users[user] = None
+
+    def remove_user(self, user: "Instruction") -> None:
+        self._users.pop(user, None)
+
+    def take_users(self) -> dict:
+        """Forget every user (returned, in order) so that they can re-register."""
+        users, self._users = self._users, {}
+        return users
 
     def operand(self, i: int) -> "Instruction":
         return self.operands[i]
@@ -129,8 +156,39 @@ class Instruction:
         return list(self._control_successors)
 
     @property
+    def has_control_edges(self) -> bool:
+        """A control predecessor or a control successor."""
+        return bool(self._control_predecessors or self._control_successors)
+
+    @property
+    def has_control_successors(self) -> bool:
+        return bool(self._control_successors)
+
+    @property
     def is_root(self) -> bool:
         return self.parent is not None and self.parent.root is self
+
+    # ---- side effects (the one definition: XLA's HasSideEffect) ----------------------
+    def has_side_effect_no_recurse(self) -> bool:
+        """XLA's ``HasSideEffectNoRecurse``: this instruction's own effect."""
+        op = self.opcode
+        if op not in SIDE_EFFECT_POSSIBLE:
+            return False
+        if op in SIDE_EFFECT_ALWAYS:
+            return True
+        if op == "custom-call":
+            return self.attrs.get("custom_call_has_side_effect", "").strip() == "true"
+        if op in SIDE_EFFECT_LAYOUT_CONSTRAINED and \
+                self.attrs.get("constrain_layout", "").strip() == "true":
+            return True
+        return "channel_id" in self.attrs
+
+    def has_side_effect(self) -> bool:
+        """XLA's ``HasSideEffect``: its own effect, or a called computation holding an
+        instruction with one."""
+        if self.has_side_effect_no_recurse():
+            return True
+        return any(c.has_side_effect() for c in self.called)
 
     # ---- attributes -------------------------------------------------------------------
     def attr(self, name: str, default=None):
@@ -192,8 +250,38 @@ class Instruction:
         self.payload = literal.to_text()
 
     @property
+    def cached_literal(self) -> "Literal | None":
+        """The literal if it was parsed (or set) already, else None: never parses."""
+        return self._literal
+
+    def cache_literal(self, literal: "Literal | None") -> None:
+        """Remember ``literal`` as the value of the payload text (which it must match)."""
+        self._literal = literal
+
+    def copy_caches_from(self, other: "Instruction", attrs_filter=None) -> None:
+        """Share ``other``'s parsed literal and (those ``attrs_filter`` keeps of) its
+        parsed attributes: a copy need not parse them again."""
+        self._literal = other._literal
+        parsed = other._parsed
+        if parsed and attrs_filter is not None:
+            self._parsed = {k: v for k, v in parsed.items() if attrs_filter(v)} or None
+
+    @property
     def fused_computation(self) -> "Computation":
         return self.called[0]
+
+    @property
+    def is_multi_output_fusion(self) -> bool:
+        """XLA's IsMultiOutputFusion: a fusion whose fused root is a tuple."""
+        return self.opcode == "fusion" and self.called[0].root.opcode == "tuple"
+
+    def fusion_outputs(self) -> list["Instruction"]:
+        """GetOutputsOfFusible: the fused values a fusion returns (the instruction itself
+        for a non-fusion)."""
+        if self.opcode != "fusion":
+            return [self]
+        root = self.called[0].root
+        return list(root.operands) if root.opcode == "tuple" else [root]
 
     @property
     def to_apply(self) -> "Computation":

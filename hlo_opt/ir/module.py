@@ -1,9 +1,11 @@
 """HloModule: computations, the entry, module-level attributes and unique names."""
 from __future__ import annotations
 
+import contextlib
 import re
 
 from .computation import Computation
+from .config import HloModuleConfig
 from .instruction import Instruction
 
 _SUFFIX_RE = re.compile(r"^(.*?)(?:\.(\d+))?$")
@@ -12,17 +14,22 @@ _SUFFIX_RE = re.compile(r"^(.*?)(?:\.(\d+))?$")
 class HloModule:
     """A module.  ``header_attrs`` keeps module attributes verbatim (in input order)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, config: HloModuleConfig | None = None):
         self.name = name
+        # debug options + target device (XLA's HloModuleConfig)
+        self.config: HloModuleConfig = config if config is not None else HloModuleConfig()
         self._computations = _ComputationList()
         self.entry: Computation | None = None
         self.header_attrs: dict[str, str] = {}
         self.stack_frames: str = ""  # FileNames/FunctionNames/... tables, verbatim
         self.filename: str = "<string>"
+        self.source = None  # text.source_map.SourceMap: where the parser read each instruction
         self._names: set[str] = set()
         self._next_suffix: dict[str, int] = {}
         self._stems: dict[str, str] = {}  # name -> its stem (memo of _SUFFIX_RE)
         self._comp_index: _ComputationIndex | None = None
+        self._renames = 0  # plain renames of this module's computations (Computation.name)
+        self._pending_drop: set | None = None  # within computation_batch: dropped ones
 
     # ---- the computation list ---------------------------------------------------------
     @property
@@ -57,6 +64,13 @@ class HloModule:
 
     def reserve_name(self, name: str) -> None:
         self._names.add(name)
+
+    def reserve_names(self, names) -> None:
+        self._names.update(names)
+
+    def name_count(self) -> int:
+        """How many instruction names are taken."""
+        return len(self._names)
 
     def release_name(self, name: str) -> None:
         self._names.discard(name)
@@ -120,6 +134,37 @@ class HloModule:
             self._names.discard(inst.name)
         comp.module = None
 
+    def drop_computation(self, comp: Computation) -> None:
+        """Remove ``comp`` and release its instructions' names; within
+        :meth:`computation_batch` it leaves the list at the end of the batch (its
+        ``module`` is None from now on)."""
+        for inst in comp._instructions:
+            self.release_name(inst.name)
+        if self._pending_drop is not None:
+            self._pending_drop.add(comp)
+            comp.module = None
+            return
+        self.remove_computation(comp)
+
+    @property
+    def in_computation_batch(self) -> bool:
+        return self._pending_drop is not None
+
+    @contextlib.contextmanager
+    def computation_batch(self):
+        """Within the block, :meth:`drop_computation` defers the removals: the dropped
+        computations leave the list in one O(#computations) sweep at the end (a fusion
+        pass drops one per merge).  Nested batches join the outer one."""
+        if self._pending_drop is not None:
+            yield
+            return
+        self._pending_drop = set()
+        try:
+            yield
+        finally:
+            dead, self._pending_drop = self._pending_drop, None
+            self.remove_computations(dead)
+
     def remove_computations(self, comps) -> None:
         """Remove every computation in the set ``comps`` in one sweep, O(#computations).
         Unlike :meth:`remove_computation` their instructions' names stay reserved (the
@@ -149,8 +194,8 @@ class HloModule:
         index = self._comp_index
         comps = self._computations
         if index is None or index.stale or index.version != comps.version or \
-                index.renames != Computation.renames:
-            index = self._comp_index = _ComputationIndex(comps)
+                index.renames != self._renames:
+            index = self._comp_index = _ComputationIndex(comps, self._renames)
         return index
 
     def computation_post_order(self) -> list[Computation]:
@@ -194,6 +239,13 @@ class HloModule:
                 for callee in inst.called:
                     out.setdefault(callee, []).append(inst)
         return out
+
+    def nonfusion_computations(self, post_order: bool = False) -> list[Computation]:
+        """XLA's ``MakeNonfusionComputations``: every computation no fusion calls, in
+        stored order (``post_order``: callees first, :meth:`computation_post_order`)."""
+        fused = self.fusion_computations()
+        comps = self.computation_post_order() if post_order else self.computations
+        return [c for c in comps if c not in fused]
 
     def fusion_computations(self) -> set[Computation]:
         return {c for comp in self.computations for inst in comp.instructions
@@ -272,9 +324,9 @@ class _ComputationIndex:
     taken, so picking a unique name is O(1) amortized yet gives exactly what scanning
     N = 1, 2, ... over every computation gives.  ``stale`` asks for a rebuild."""
 
-    def __init__(self, comps: _ComputationList):
+    def __init__(self, comps: _ComputationList, renames: int):
         self.version = comps.version
-        self.renames = Computation.renames
+        self.renames = renames
         self.stale = False
         self.names: dict[str, int] = {}
         self.by_name: dict[str, Computation] = {}

@@ -251,9 +251,8 @@ class GeneralScanner:
         for p in params:
             p.parent = comp
         root.parent = comp
-        comp._instructions = dict.fromkeys(params + [root])
-        for x in comp._instructions:
-            self.module.reserve_name(x.name)
+        comp.set_instructions(params + [root])
+        self.module.reserve_names(x.name for x in params + [root])
         comp.parameters = params
         comp.root = root
         if thread is not None:

@@ -31,6 +31,7 @@ from .patterns import (ATTR_ITEM_RE, BALANCED_BRACES_RE, BARE_NAME_RE, BARE_OPER
                        OPERAND_NAME_RE, OPERAND_SHAPE_RE, OPERAND_SIGNATURE_RE, PCT_SPLIT_RE,
                        SIGNATURE_RE, SPECIAL_ATTRS, STACK_TABLES, WS_RE)
 from .scan import ScanError, split_modules, strip_comments
+from .source_map import SourceMap
 
 __all__ = ["parse_hlo", "parse_hlo_modules", "split_modules", "strip_comments"]
 
@@ -53,6 +54,7 @@ class _Parser(GeneralScanner):
         self.nested: list = []  # instructions written as operands, not yet placed
         self.inline_comps: list = []  # (computation, needs inference) written in place
         self.generated: list[Instruction] = []  # those, named once every name is known
+        self.positions: dict[Instruction, int] = {}  # where each instruction's name is
         self.text = strip_comments(text)
 
     def error(self, pos: int, what: str) -> HloParseError:
@@ -69,6 +71,7 @@ class _Parser(GeneralScanner):
         module = HloModule("")
         module.filename = self.filename
         self.module = module
+        module.source = SourceMap(self.raw, self.filename, self.base_line, self.positions)
         pos = self.skip_ws(0)
         m = HEADER_RE.match(text, pos)
         if m:
@@ -207,6 +210,7 @@ class _Parser(GeneralScanner):
         shapes = _shapes
         opcodes = OPCODES
         by_name: dict[str, Instruction] = {}
+        positions = self.positions
         get_inst = by_name.__getitem__
         later: list = []  # (inst, operand names, position): operands defined further down
         ctrl: list = []
@@ -260,6 +264,7 @@ class _Parser(GeneralScanner):
                     if opcode == "parameter":
                         params.append(inst)
                     by_name[name] = inst
+                    positions[inst] = m.start(2)
                     inst.parent = comp
                     if is_root:
                         if root is not None:
@@ -293,6 +298,7 @@ class _Parser(GeneralScanner):
                     if ninst.opcode == "parameter":
                         params.append(ninst)
                     by_name[ninst.name] = ninst
+                    positions[ninst] = nnpos
                     ninst.parent = comp
                     self.generated.append(ninst)
                 self.nested.clear()
@@ -307,6 +313,7 @@ class _Parser(GeneralScanner):
             if inst.opcode == "parameter":
                 params.append(inst)
             by_name[inst.name] = inst
+            positions[inst] = npos
             inst.parent = comp
             if root_pos >= 0:
                 if root is not None:
@@ -331,8 +338,8 @@ class _Parser(GeneralScanner):
             except KeyError as e:
                 raise ScanError(npos, f"unknown control predecessor '%{e.args[0]}'",
                                 semantic=True) from None
-        comp._instructions = dict.fromkeys(by_name.values())
-        module._names.update(by_name)
+        comp.set_instructions(by_name.values())
+        module.reserve_names(by_name)
         comp.root = root if root is not None else next(reversed(by_name.values()))
         if params:
             comp.parameters = self.number_parameters(comp, params)
@@ -347,7 +354,7 @@ class _Parser(GeneralScanner):
         numbers: dict[int, Instruction] = {}
         for p in params:
             payload = p.payload
-            if not (payload.isascii() and payload.isdigit()):
+            if not (payload.isascii() and payload.isdigit() and len(payload) <= 18):
                 raise ScanError(self.position_of(p), f"parameter '{p.name}' needs a number, "
                                 "e.g. parameter(0)", semantic=True)
             k = int(payload)
@@ -411,7 +418,7 @@ def _check_constant(inst: Instruction, pos: int) -> None:
             if len(ok) < 4096:
                 ok.add(payload)
             return
-        inst._literal = parse_literal(payload, shape)
+        inst.cache_literal(parse_literal(payload, shape))
     except LiteralSyntaxError as e:
         raise ScanError(pos, f"constant literal does not fit {inst.shape.to_text(False)}: {e}",
                         semantic=True) from None
@@ -459,13 +466,13 @@ def _uniquify_instruction_names(module: HloModule) -> None:
     """Instruction names are unique per module, as XLA's parser makes them: where two
     computations reuse a name, the first one (callees before the entry) keeps it and later
     ones get a fresh ``name.N`` that clashes with no name in the text."""
-    total = sum(len(c._instructions) for c in module.computations)
-    if total == len(module._names):
+    total = sum(c.instruction_count() for c in module.computations)
+    if total == module.name_count():
         return  # the common case: nothing repeats
     seen: set[str] = set()
     order = [c for c in module.computations if not c.is_entry] + [module.entry]
     for comp in order:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.name in seen:
                 inst.name = module.unique_name(inst.name)
             seen.add(inst.name)

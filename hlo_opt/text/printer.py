@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..ir.attributes import quote_string
-from ..ir.module import HloModule
+
+if TYPE_CHECKING:  # pragma: no cover - the IR imports this module, not the reverse
+    from ..ir.module import HloModule
 
 _PLAIN_NAME_RE = re.compile(r"[A-Za-z_$][\w.\-$]*", re.ASCII)
 
@@ -44,7 +47,7 @@ def module_to_text(module: HloModule, operand_shapes: bool = True, print_metadat
     for comp in module.computation_post_order():
         if comp in hidden:
             continue
-        if not sugar or not any(i in sugar for i in comp._instructions):
+        if not sugar or not any(i in sugar for i in comp.iter_instructions()):
             parts.append(comp.to_text(operand_shapes, print_metadata, large_constants))
             continue
         text = comp.to_text(operand_shapes, print_metadata, large_constants)
@@ -61,7 +64,7 @@ def _wrapped_op(start):
     """The one op an async-start's computation wraps (its parameters, in order, are the
     op's operands, and nothing else calls it), else None."""
     comp = start.called[0] if start.called else None
-    if comp is None or len(comp._instructions) != len(comp.parameters) + 1:
+    if comp is None or comp.instruction_count() != len(comp.parameters) + 1:
         return None
     root = comp.root
     if root is None or root.opcode in ("parameter", "tuple") or \
@@ -74,19 +77,19 @@ def _sugared_async(module) -> dict:
     """async instruction -> the op it wraps, for the ones printed in the short form."""
     callers: dict = {}
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             for callee in inst.called:
                 callers[callee] = callers.get(callee, 0) + 1
     out: dict = {}
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode == "async-start" and inst.called and \
                     callers.get(inst.called[0]) == 1:
                 root = _wrapped_op(inst)
                 if root is not None:
                     out[inst] = root
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode in ("async-update", "async-done"):
                 start = inst.operands[0] if inst.operands else None
                 while start is not None and start.opcode == "async-update":

@@ -7,6 +7,7 @@ runs the table over every non-fusion computation in post order until nothing cha
     from passes.algsimp import AlgebraicSimplifier, AlgebraicSimplifierOptions
     AlgebraicSimplifier(AlgebraicSimplifierOptions(enable_fast_math=True)).run(module)
 
+Each rewrite takes a unit of ``--xla_fuel=algsimp=N`` when fuel is limited.
 ``last_fired`` (a Counter of rule labels) and ``last_inexact`` (rules that may have changed
 float rounding) describe the most recent run.
 """
@@ -14,8 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .._rewrite import Rules, run_rules
-from ..registry import register
+from hlo_opt.rewrite.rules import Rules, run_rules
 from . import (rules_arith, rules_dot, rules_logic, rules_reduce, rules_shape, rules_slice,
                rules_structure)
 from .options import AlgebraicSimplifierOptions
@@ -28,13 +28,12 @@ def _skipped_computations(module) -> set:
     """Computations called by fusions and async ops: algsimp leaves them alone."""
     out = set()
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.called and (inst.opcode == "fusion" or inst.opcode.startswith("async-")):
                 out.update(inst.called)
     return out
 
 
-@register
 class AlgebraicSimplifier:
     name = "algsimp"
 
@@ -54,7 +53,7 @@ class AlgebraicSimplifier:
             if comp in skip or comp.module is not module:
                 continue
             if run_rules(comp, self.rules, self.options, self.last_fired, self.last_inexact,
-                         max_sweeps=sweeps):
+                         max_sweeps=sweeps, fuel=self.name):
                 changed = True
         return changed
 

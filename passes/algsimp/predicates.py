@@ -153,7 +153,7 @@ def is_all(inst: Instruction, value) -> bool:
 def ALL(value, name: str | None = None):
     """The pattern form of :func:`is_all`: any instruction (captured as ``name``) that is a
     constant, or broadcasts of one, holding only ``value``."""
-    from .._rewrite import X
+    from hlo_opt.rewrite.rules import X
     return X(name, pred=all_test(value), hint=("broadcast", "constant"))
 
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
-from hlo_opt.ir.types import BIT_WIDTH, is_complex, is_float, is_integral, is_signed_int, numpy_dtype
+from hlo_opt.ir.types import (BIT_WIDTH, is_complex, is_float, is_integral, is_signed_int,
+                              numpy_dtype)
 
-from .._rewrite import BSC, C, CHANGED, NC, P, RuleList, Rules, SC, X
+from hlo_opt.rewrite.rules import BSC, C, CHANGED, NC, P, RuleList, Rules, SC, X
 from .predicates import (ALL, constant_array, floating, integral, is_all, is_fp_power_of_two,
                          is_nonnegative, max_value, min_value, scalar_value)
 

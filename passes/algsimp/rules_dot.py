@@ -5,8 +5,8 @@ import copy
 
 from hlo_opt.ir.types import is_float, is_integral
 
-from .._build import dot_dims, dot_extra_attrs, scalar_computation
-from .._rewrite import P, RuleList, Rules, X
+from hlo_opt.rewrite.builder import dot_dims, dot_extra_attrs, scalar_computation
+from hlo_opt.rewrite.rules import P, RuleList, Rules, X
 from .options import layout_free
 from .predicates import is_all
 

@@ -10,7 +10,7 @@ from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_complex, is_float, is_integral, is_unsigned_int
 
-from .._rewrite import CHANGED, P, RuleList, Rules, X
+from hlo_opt.rewrite.rules import CHANGED, P, RuleList, Rules, X
 from .predicates import (ALL, cast_preserves_values, constant_array, is_all,
                          is_nonnegative, is_pred, scalar_value)
 

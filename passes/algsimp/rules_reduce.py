@@ -4,9 +4,9 @@ from __future__ import annotations
 from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.ir.types import is_float
 
-from .._build import dot_dims
-from .._rewrite import P, RuleList, Rules, X
-from .._shape_util import dims_unmodified_by_reshape
+from hlo_opt.rewrite.builder import dot_dims
+from hlo_opt.rewrite.rules import P, RuleList, Rules, X
+from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape
 from .options import layout_free
 from .predicates import is_reduction_identity, root_is_binary_of_params, same_literal
 
@@ -208,7 +208,7 @@ def _reduce_dot(ctx, lhs, rhs, dot, init):
         else:
             nlb.append(lb[b])
             nrb.append(rb[b])
-    from .._build import dot_extra_attrs
+    from hlo_opt.rewrite.builder import dot_extra_attrs
     new_dot = ctx.b.dot(lhs, rhs, nlb, nlc, nrb, nrc, dot.shape.element_type,
                         dot_extra_attrs(dot))
     rest = [d - removed for d in red.dimensions if d >= nb]

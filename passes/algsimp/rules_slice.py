@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.types import is_integral
 
-from .._rewrite import P, RuleList, Rules, X
-from .._shape_util import dims_unmodified_by_reshape, inserted_or_deleted_1_dims
+from hlo_opt.rewrite.rules import P, RuleList, Rules, X
+from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape, inserted_or_deleted_1_dims
 from .options import layout_free
 from .predicates import inverse_perm, is_all, scalar_value
 

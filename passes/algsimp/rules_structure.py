@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from .._rewrite import CHANGED, P, RuleList, Rules, X
+from hlo_opt.rewrite.rules import CHANGED, P, RuleList, Rules, X
 
 r = RuleList()
 

@@ -120,9 +120,8 @@ def run_dim_combiner(combiner, module, opcode: str, flag_prefix: str, combine_fn
     """The run of the all-gather and reduce-scatter combiners: thresholds and combine-by-dim
     from the pass or else from ``--xla_gpu_<flag_prefix>_combine_*`` flags, then
     :func:`combine_by_key` over every computation not skipped."""
-    from ..gpu._options import options_for
     from ._util import contains_layout_constrained
-    opts = options_for(module)
+    opts = module.config.debug_options
     threshold = combiner.combine_threshold_in_bytes
     if threshold is None:
         threshold = getattr(opts, f"xla_gpu_{flag_prefix}_combine_threshold_bytes")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from hlo_opt.ir.replica_groups import replica_groups
 from hlo_opt.ir.types import BIT_WIDTH, is_float
 
-from .._shape_util import dims_unmodified_by_reshape
+from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape
 
 
 @dataclass

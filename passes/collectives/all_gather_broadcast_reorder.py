@@ -27,11 +27,9 @@ from hlo_opt.ir.attributes import int_list_text
 from hlo_opt.ir.shape import Shape
 
 from ..dce import control_successor_set, remove_instruction_and_unused_operands
-from ..registry import register
 from ._util import contains_layout_constrained, next_channel_id
 
 
-@register
 class AllGatherBroadcastReorder:
     name = "all-gather-broadcast-reorder"
 

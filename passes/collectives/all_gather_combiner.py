@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from ._combine import replace_all, run_dim_combiner
 from ._combine_dims import aligned_operands, most_frequent_dim, piece
 from ._util import combined_attrs, groups_key
@@ -44,7 +43,6 @@ def combine_all_gathers(comp, members) -> None:
                        for i, (m, shape, perm) in enumerate(zip(members, shapes, perms))])
 
 
-@register
 class AllGatherCombiner:
     name = "all-gather-combiner"
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..gpu._options import options_for
-from ..registry import register
 from ._combine import combine_by_key, replace_all, skipped_computations
 from ._util import all_reduce_key, combined_attrs, contains_layout_constrained
 
@@ -49,7 +47,6 @@ def combine_all_reduces(comp, members) -> None:
                        for i, m in enumerate(members)])
 
 
-@register
 class AllReduceCombiner:
     name = "all-reduce-combiner"
 
@@ -61,7 +58,7 @@ class AllReduceCombiner:
     def run(self, module) -> bool:
         threshold = self.combine_threshold_in_bytes
         if threshold is None:
-            threshold = options_for(module).xla_gpu_all_reduce_combine_threshold_bytes
+            threshold = module.config.debug_options.xla_gpu_all_reduce_combine_threshold_bytes
         if threshold <= 0 or self.combine_threshold_count <= 0:
             return False
         if contains_layout_constrained(module, ("all-reduce",)):

@@ -28,7 +28,6 @@ from __future__ import annotations
 from hlo_opt.ir.replica_groups import module_device_counts, replica_groups, \
     replica_groups_text
 
-from ..registry import register
 from ._util import (all_reduce_key, contains_layout_constrained, frontend_attributes,
                     frontend_attributes_text, next_channel_id)
 
@@ -81,7 +80,6 @@ def fold_replica_groups(groups0, groups1):
     return new_groups
 
 
-@register
 class AllReduceFolder:
     name = "all-reduce-folder"
 

@@ -24,7 +24,6 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import BIT_WIDTH, is_complex, is_float
 
-from ..registry import register
 from ._util import (all_reduce_key, compatible_group_keys, contains_layout_constrained,
                     reduction_identity, reduction_kind, reduction_kind_of)
 
@@ -145,7 +144,6 @@ def _promoted_computation(module, template: Computation, et: str) -> Computation
     return module.add_computation(comp)
 
 
-@register
 class AllReduceReassociate:
     name = "all-reduce-reassociate"
 

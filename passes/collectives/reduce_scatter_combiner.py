@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from ._combine import replace_all, run_dim_combiner
 from ._combine_dims import aligned_operands, most_frequent_dim, piece
 from ._util import all_reduce_key, combined_attrs, reduction_kind
@@ -43,7 +42,6 @@ def combine_reduce_scatters(comp, members) -> None:
                        for i, (m, shape, perm) in enumerate(zip(members, shapes, perms))])
 
 
-@register
 class ReduceScatterCombiner:
     name = "reduce-scatter-combiner"
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 from hlo_opt.ir.shape import Shape
 
 from ..dce import control_successor_set, remove_instruction_and_unused_operands
-from ..registry import register
 from ._reduce_scatter_match import _count, match_reduce_scatter
 from ._util import next_channel_id
-from .._build import slice_text
+from hlo_opt.rewrite.builder import slice_text
 
 
 def non_fusion_non_composite_computations(module):
@@ -36,7 +35,6 @@ def non_fusion_non_composite_computations(module):
     return [c for c in module.computations if c not in skip]
 
 
-@register
 class ReduceScatterCreator:
     name = "reduce-scatter-creator"
 

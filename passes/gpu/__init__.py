@@ -1,3 +1,3 @@
 """XLA's GPU compiler passes (fusion, library-call rewriters, layout, copies) and the
-helpers they share.  Each pass lives in its own module and registers itself under XLA's
-``name()``; ``passes/gpu_passes.py`` imports them so the registry finds them."""
+helpers private to them.  Each pass lives in its own module, named after XLA's
+``name()``, and has its line in ``passes/registry.py``."""

@@ -28,7 +28,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from ._graph import add_gte, remove_dead_operands
+from hlo_opt.rewrite.graph import add_gte, remove_dead_operands
 
 CONV_FORWARD = "__cudnn$convForward"
 CONV_BACKWARD_INPUT = "__cudnn$convBackwardInput"
@@ -217,7 +217,7 @@ def sliced_result(comp, call: Instruction, result: Shape, starts, limits) -> Ins
     """``tuple(slice(gte(call, 0)), gte(call, 1))``: a call whose result is larger than
     ``result`` made to look like one with ``result`` (what the padding passes put in place
     of the call they grow)."""
-    from passes._build import Builder
+    from hlo_opt.rewrite.builder import Builder
     b = Builder(comp)
     value = b.gte(call, 0)
     sliced = b.slice(value, starts, limits)
@@ -227,14 +227,13 @@ def sliced_result(comp, call: Instruction, result: Shape, starts, limits) -> Ins
 
 class ComputeCapabilityPass:
     """A pass for one GPU (XLA constructs these with a se::CudaComputeCapability): the one
-    given, else the module's ``device_info`` (default: hlo_opt.analysis.device's)."""
+    given, else the module's ``config.device`` (default: hlo_opt.analysis.device's)."""
 
     def __init__(self, compute_capability=None):
         self.compute_capability = compute_capability
 
     def target(self, module) -> tuple[int, int]:
-        from ._options import device_for
-        return tuple(self.compute_capability or device_for(module).compute_capability)
+        return tuple(self.compute_capability or module.config.device.compute_capability)
 
 
 # ---- integer convolutions ------------------------------------------------------------------

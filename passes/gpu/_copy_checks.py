@@ -26,8 +26,8 @@ ancestor of ``b`` through operands or control edges, so it runs first in every o
 """
 from __future__ import annotations
 
-from ._alias import ROOT, array_leaves, edit_keys
-from ._buffer_sharing import can_share, in_place_pairs
+from hlo_opt.analysis.dataflow import ROOT, array_leaves, edit_keys
+from hlo_opt.analysis.aliasing import can_share, in_place_pairs
 
 
 def while_body(w):

@@ -5,7 +5,7 @@ from hlo_opt.ir.attributes import int_list_text
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._graph import remove_dead_operands
+from hlo_opt.rewrite.graph import remove_dead_operands
 
 
 def make_reduce(comp, shape: Shape, inputs, inits, dims, to_apply, like: Instruction):

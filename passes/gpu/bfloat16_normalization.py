@@ -27,10 +27,9 @@ from __future__ import annotations
 from hlo_opt.ir.clone import clone_computation
 from hlo_opt.ir.shape import Shape
 
-from ..dce import has_side_effect_no_recurse
-from ..registry import create_pass, register
+from ..dce import HloDCE
+from ..tuple_simplifier import TupleSimplifier
 from ._float_support import GpuFloatSupport
-from ._options import device_for, options_for
 
 _LEFT_ALONE = frozenset({"tuple", "get-tuple-element", "constant", "domain", "parameter",
                          "fusion", "convert", "call", "custom-call", "while", "conditional",
@@ -317,7 +316,7 @@ class _Visitor:
         self.convert_called_computations(hlo, low_comps)
 
     def default_action(self, comp, hlo) -> None:
-        if hlo.opcode in _LEFT_ALONE or has_side_effect_no_recurse(hlo):
+        if hlo.opcode in _LEFT_ALONE or hlo.has_side_effect_no_recurse():
             return
         if hlo.opcode in _PER_OUTPUT and hlo.shape.is_tuple():
             self.handle_multiple_outputs(comp, hlo)
@@ -345,7 +344,6 @@ def _computations_to_skip(module, support) -> set:
     return skip
 
 
-@register
 class BFloat16Normalization:
     name = "bfloat16-normalization"
 
@@ -353,11 +351,12 @@ class BFloat16Normalization:
         self.support = support
 
     def run(self, module) -> bool:
-        support = self.support or GpuFloatSupport(device_for(module))
+        support = self.support or GpuFloatSupport(module.config.device)
         order = module.computation_post_order()
         skip = _computations_to_skip(module, support)
         cloned = any(c not in order for c in module.computations)
-        visitor = _Visitor(module, support, options_for(module).xla_allow_excess_precision)
+        visitor = _Visitor(module, support,
+                           module.config.debug_options.xla_allow_excess_precision)
         for comp in order:
             if comp in skip:
                 continue
@@ -365,8 +364,8 @@ class BFloat16Normalization:
                 if hlo.parent is comp:
                     visitor.default_action(comp, hlo)
         if visitor.changed:
-            create_pass("tuple-simplifier").run(module)
-            create_pass("dce").run(module)
+            TupleSimplifier().run(module)
+            HloDCE().run(module)
         return visitor.changed or cloned
 
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from hlo_opt.ir.attributes import Window
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
-from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_TARGETS,
                          FORWARD_TARGETS, DimNums, clone_conv, has_dilation,
                          has_negative_padding, has_symmetric_padding, is_cudnn_conv,
                          replace_call, sliced_result, window_of)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 
 def is_forward_canonical(conv) -> bool:
@@ -155,7 +154,6 @@ _CANONICALIZE = {CONV_BACKWARD_FILTER: canonicalize_backward_filter,
                  **{t: canonicalize_forward for t in FORWARD_TARGETS}}
 
 
-@register
 class GpuConvPaddingLegalization:
     name = "gpu-conv-padding-legalization"
 

@@ -40,14 +40,12 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_float, is_integral
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
-from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_FORWARD, DimNums,
                          make_cudnn_conv, padding_high_for, replace_call, replace_with_result,
                          window_of)
-from ._graph import add_gte, fusible_computations, remove_dead_operands
-from ._options import device_for
+from hlo_opt.rewrite.graph import add_gte, fusible_computations, remove_dead_operands
 
 _F8_SUPPORTED = frozenset({"f8e4m3fn", "f8e5m2"})
 
@@ -239,7 +237,7 @@ def rewrite_convolution(conv) -> Instruction | None:
     """CreateCustomCallHelper: the cuDNN call that computes ``conv`` (its result element
     0), or None when cuDNN cannot."""
     comp = conv.parent
-    if not check_types(conv, device_for(comp.module).compute_capability):
+    if not check_types(conv, comp.module.config.device.compute_capability):
         return None
     dn = DimNums.of(conv)
     window = window_of(conv)
@@ -330,7 +328,6 @@ def restore_batch_groups(conv) -> Instruction | None:
     return b.maybe_transpose(value, [current.index(d) for d in range(conv.shape.rank)])
 
 
-@register
 class GpuConvRewriter:
     name = "cudnn-conv-rewriter"
 

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
-from ._alias import Dataflow, array_leaves
-from ._buffer_sharing import in_place_pairs
+from hlo_opt.analysis.dataflow import Dataflow, array_leaves
+from hlo_opt.analysis.aliasing import in_place_pairs
 from ._copy_checks import Checker, Roles, entry_root_problems, while_body
-from ._graph import add_gte
+from hlo_opt.rewrite.graph import add_gte
 
 _CONTROL_FLOW = frozenset({"while", "conditional", "call"})
 
@@ -358,7 +357,6 @@ def _whole_source(t):
     return src
 
 
-@register
 class CopyInsertion:
     name = "copy-insertion"
 

@@ -28,10 +28,7 @@ from hlo_opt.ir.attributes import PaddingConfig, SliceSpec
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
-from ._computations import nonfusion_computations
-from ._graph import remove
-from ._options import device_for, options_for
+from hlo_opt.rewrite.graph import remove
 
 # (minimum compute capability, element type, multiple): CublasPaddingRequirements
 PADDING_REQUIREMENTS = (((7, 0), "s8", 4), ((7, 0), "f16", 8), ((8, 0), "bf16", 8))
@@ -153,7 +150,6 @@ def relevant_dots(comp, datatype: str, triton_gemm: bool = False, device=None) -
             and is_canonical(i) and not (triton_gemm and triton_would_handle(i, device))]
 
 
-@register
 class CublasPadForGemms:
     name = "cublas-pad-for-gemms"
 
@@ -166,15 +162,15 @@ class CublasPadForGemms:
     def _requirements(self, module):
         if self.datatype is not None:
             return [(self.datatype, self.multiple or 8)]
-        cc = device_for(module).compute_capability
+        cc = module.config.device.compute_capability
         return [(t, m) for min_cc, t, m in PADDING_REQUIREMENTS if cc >= min_cc]
 
     def run(self, module) -> bool:
         changed = False
-        triton = options_for(module).xla_gpu_enable_triton_gemm
-        device = device_for(module)
+        triton = module.config.debug_options.xla_gpu_enable_triton_gemm
+        device = module.config.device
         for datatype, multiple in self._requirements(module):
-            for comp in nonfusion_computations(module):
+            for comp in module.nonfusion_computations(post_order=True):
                 for dot in relevant_dots(comp, datatype, triton, device):
                     changed |= pad_for_gemm(dot, datatype, multiple)
         return changed

@@ -16,7 +16,7 @@ cuDNN runs fast, and slices the result back when its features grew:
   grow by more than 1.35x.
 
 Padding adds zero terms only, so the values are unchanged.  The GPU is the module's
-``device_info`` (default: hlo_opt.analysis.device's H100, compute capability 9.0) or the
+``config.device`` (default: hlo_opt.analysis.device's H100, compute capability 9.0) or the
 ``compute_capability`` given to the pass.  Must run before the algorithm picker (the
 scratch buffer is u8[0]).
 """
@@ -25,14 +25,13 @@ from __future__ import annotations
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
-from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_BIAS_ACTIVATION,
                          CONV_TARGETS, FORWARD_TARGETS, ComputeCapabilityPass, DimNums,
                          clone_conv, is_cudnn_conv, replace_call, sliced_result,
                          supports_optimized_integer_conv)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 TENSOR_CORE_MAX_GROWTH = 1.35   # kMaxBytesTouchedBound, f16 (inclusive)
 INTEGER_MAX_GROWTH = 2.0        # kMaxBytesTouchedBound, integers (exclusive)
@@ -154,7 +153,6 @@ def _try(comp, conv, resolved) -> bool:
     return True
 
 
-@register
 class CudnnPadForConvolutions(ComputeCapabilityPass):
     name = "cudnn_pad_for_convolutions"
 

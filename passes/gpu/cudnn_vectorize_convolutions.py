@@ -25,14 +25,12 @@ import json
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
-from passes._build import Builder
+from hlo_opt.rewrite.builder import Builder
 
-from ..registry import register
 from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, ComputeCapabilityPass, DimNums,
                          clone_conv, replace_call,
                          supports_optimized_integer_conv)
-from ._graph import fusible_computations
-from ._options import options_for
+from hlo_opt.rewrite.graph import fusible_computations
 
 
 def relevant(conv) -> bool:
@@ -187,7 +185,7 @@ def _reordered_config(conv) -> str | None:
 
 
 def _use_reordering(conv, vect_size: int) -> bool:
-    opts = options_for(conv.parent.module)
+    opts = conv.parent.module.config.debug_options
     return conv.operands[0].shape.element_type == "s8" and vect_size == 32 and \
         getattr(opts, "xla_gpu_enable_cudnn_int8x32_convolution_reordering", True) and \
         _reordered_config(conv) is not None
@@ -285,7 +283,6 @@ def try_vectorize(comp, conv, cc, vect_size: int) -> bool:
     return True
 
 
-@register
 class CudnnVectorizeConvolutions(ComputeCapabilityPass):
     name = "cudnn_vectorize_convolutions"
 

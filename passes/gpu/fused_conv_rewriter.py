@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, DimNums, config_text,
                          conv_config, is_cudnn_conv, make_cudnn_conv, replace_call,
                          replace_with_result, window_of)
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 _TYPES = frozenset({"f16", "bf16", "f32"})
 
@@ -138,7 +137,6 @@ class _Rewriter:
             return
 
 
-@register
 class CudnnFusedConvRewriter:
     name = "cudnn-fused-convolution-rewriter"
 

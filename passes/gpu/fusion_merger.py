@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 
-from ..registry import register
-from ._fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
-                       fusion_fits_in_budget, heroes_compatible, is_input_fusible_reduction,
-                       is_loop_fusion, is_physically_transposing, producer_consumer_fusible,
-                       real_hero_for_mof)
-from ._fusion_util import absorb, create_fusion
-from ._graph import computation_batch, control_tainted, fusible_computations
-from ._indexing import IndexingEvaluation
-from ._options import device_for, options_for
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
+                                          fusion_fits_in_budget, heroes_compatible,
+                                          is_input_fusible_reduction, is_loop_fusion,
+                                          is_physically_transposing, producer_consumer_fusible,
+                                          real_hero_for_mof)
+from hlo_opt.rewrite.fusion import absorb, create_fusion
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
+from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 
 MAX_IR_SIZE = 10_000
 MAX_BASIC_BLOCK_SPLITS_PER_FUSION = 10
@@ -33,7 +33,7 @@ def _ir_size(inst) -> int:
     if inst.opcode != "fusion":
         return 1
     n = 0
-    for i in inst.called[0]._instructions:
+    for i in inst.called[0].iter_instructions():
         if i.opcode != "parameter":
             n += 1
     return n
@@ -43,7 +43,7 @@ def _splits(inst) -> int:
     if inst.opcode != "fusion":
         return 1 if inst.opcode in _SPLITTING else 0
     n = 0
-    for i in inst.called[0]._instructions:
+    for i in inst.called[0].iter_instructions():
         if i.opcode in _SPLITTING:
             n += 1
     return n
@@ -89,7 +89,6 @@ def transposes_most_data(fusion) -> bool:
     return False
 
 
-@register
 class FusionMerger:
     name = "fusion_merger"
 
@@ -98,8 +97,8 @@ class FusionMerger:
             return self._run(module)
 
     def _run(self, module) -> bool:
-        self.options = options_for(module)
-        self.device = device_for(module)
+        self.options = module.config.debug_options
+        self.device = module.config.device
         changed = False
         self.costs = CostCache()
         for comp in fusible_computations(module):
@@ -110,7 +109,8 @@ class FusionMerger:
                     continue
                 if producer in tainted or any(u in tainted for u in producer.users):
                     continue
-                if self.should_fuse(producer, info) is None:
+                if self.should_fuse(producer, info) is None and consume_fuel(
+                        self.name, lambda: f"merge %{producer.name} into its users"):
                     self._fuse_into_all_users(comp, producer, info)
                     changed = True
         return changed

@@ -10,10 +10,8 @@ stride) instead of reading a materialised copy per batch.
 """
 from __future__ import annotations
 
-from ..registry import register
-from ._computations import nonfusion_computations
 from ._gemm_common import gemm_config, is_gemm, set_gemm_config
-from ._graph import remove_dead_operands
+from hlo_opt.rewrite.graph import remove_dead_operands
 
 
 def fold_broadcast(gemm) -> bool:
@@ -41,13 +39,12 @@ def fold_broadcast(gemm) -> bool:
     return True
 
 
-@register
 class GemmBroadcastFoldingRewriter:
     name = "gemm-broadcast-folding-rewriter"
 
     def run(self, module) -> bool:
         changed = False
-        for comp in nonfusion_computations(module):
+        for comp in module.nonfusion_computations(post_order=True):
             for inst in comp.post_order():
                 if inst.parent is comp and is_gemm(inst) and len(inst.operands) >= 2:
                     old = list(inst.operands[:2])

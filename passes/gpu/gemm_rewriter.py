@@ -23,13 +23,11 @@ import math
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 from ._gemm_common import (AUX_EPILOGUES, GEMM_TARGET, LT_TARGET, gemm_config,  # noqa: F401
                            gemm_name, is_batched, is_gemm, read_config, set_gemm_config,
                            write_config)
 from ._gemm_epilogue import EpilogueFusion
-from ._graph import fusible_computations, remove_dead_operands
-from ._options import device_for, options_for
+from hlo_opt.rewrite.graph import fusible_computations, remove_dead_operands
 
 DEFAULT_WORKSPACE = 4 * 1024 * 1024
 HOPPER_WORKSPACE = 32 * 1024 * 1024
@@ -112,8 +110,8 @@ def _frontend_flag(inst: Instruction, key: str) -> bool:
 
 class _Rewriter(EpilogueFusion):
     def __init__(self, module, comp):
-        self.options = options_for(module)
-        self.device = device_for(module)
+        self.options = module.config.debug_options
+        self.device = module.config.device
         self.comp = comp
         self.changed = False
 
@@ -210,7 +208,6 @@ class _Rewriter(EpilogueFusion):
         self._replace(g, new)
 
 
-@register
 class GemmRewriter:
     name = "cublas-gemm-rewriter"
 

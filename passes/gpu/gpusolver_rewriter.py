@@ -35,7 +35,6 @@ import math
 
 from hlo_opt.ir.shape import Layout, Shape
 
-from ..registry import register
 
 CUSOLVER_CHOLESKY = "__cusolver$cholesky"
 SOLVER_TYPES = frozenset({"f32", "f64", "c64", "c128"})
@@ -108,16 +107,12 @@ def rewritable(inst) -> bool:
             and inst.operands[0].shape.rank >= 2)
 
 
-@register
 class GpusolverRewriter:
     name = "gpusolver-rewriter"
 
     def run(self, module) -> bool:
-        fused = module.fusion_computations()
         changed = False
-        for comp in list(module.computations):
-            if comp in fused:
-                continue
+        for comp in module.nonfusion_computations():
             for inst in [i for i in comp.instructions if rewritable(i)]:
                 rewrite_cholesky(comp, inst)
                 changed = True

@@ -17,12 +17,11 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
-from ._fusible import (fused_instructions, is_consumer_the_only_non_root_user,
-                       is_elementwise, is_loop_fusion)
-from ._fusion_util import create_fusion, fusion_outputs
-from ._graph import (add_computation, add_gte, computation_batch, control_tainted,
-                     drop_computation, remove)
+from hlo_opt.analysis.gpu.fusible import (fused_instructions, is_consumer_the_only_non_root_user,
+                                          is_elementwise, is_loop_fusion)
+from hlo_opt.rewrite.fusion import create_fusion, fusion_outputs
+from hlo_opt.rewrite.graph import (add_computation, add_gte, computation_batch, control_tainted,
+                                   drop_computation, remove)
 
 SHAPE_THRESHOLD = 128 * 2048
 INSTR_COUNT_THRESHOLD = 30
@@ -150,7 +149,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
             attrs = {k: v for k, v in old.attrs.items() if k != "control-predecessors"}
             new = Instruction(old.opcode, old.shape, [clone_map[o] for o in old.operands],
                               attrs, old.name, old.payload, old.called, old.called_attr)
-            new._literal = old._literal
+            new.cache_literal(old.cached_literal)
             fc.add_instruction(new)
             clone_map[old] = new
             metadata = old.attrs.get("metadata", metadata)
@@ -204,7 +203,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
 
 
 def _deduplicate_operands(fusion: Instruction) -> None:
-    from ._graph import remove_parameter
+    from hlo_opt.rewrite.graph import remove_parameter
     fc = fusion.called[0]
     first: dict = {}
     i = 0
@@ -221,7 +220,6 @@ def _deduplicate_operands(fusion: Instruction) -> None:
         i += 1
 
 
-@register
 class GpuHorizontalLoopFusion:
     name = "horizontal_loop_fusion"
 

@@ -22,12 +22,10 @@ from __future__ import annotations
 from hlo_opt.analysis.layout import major_to_minor
 from hlo_opt.ir.shape import Layout, Shape
 
-from ..registry import register
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, DimNums,
                          is_cudnn_conv)
-from ._fusible import is_elementwise
-from ._graph import fusible_computations, remove_dead_operands
-from ._options import device_for
+from hlo_opt.analysis.gpu.fusible import is_elementwise
+from hlo_opt.rewrite.graph import fusible_computations, remove_dead_operands
 from .gemm_rewriter import is_gemm
 
 
@@ -214,12 +212,11 @@ def _sink(comp, e, layout: Layout, work: list) -> None:
     work.extend(u for u in back.users if u.opcode == "copy")
 
 
-@register
 class GpuLayoutAssignment:
     name = "layout-assignment"
 
     def run(self, module) -> bool:
-        device = device_for(module)
+        device = module.config.device
         changed = False
         for comp in fusible_computations(module):
             a = _Assigner(comp, device)

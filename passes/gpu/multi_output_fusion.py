@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 from hlo_opt.analysis.reachability import Reachability
 
-from ..registry import register
-from ._fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
-                       is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
-                       real_hero_for_mof, shapes_compatible_for_mof)
-from ._fusion_util import absorb, create_fusion, set_kind
-from ._graph import computation_batch, control_tainted, fusible_computations
-from ._options import device_for
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind,
+                                          fusion_fits_in_budget, is_fusible_as_mof_root,
+                                          is_fusion_kind, is_mof, producer_multi_output_fusible,
+                                          real_hero_for_mof, shapes_compatible_for_mof)
+from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
+from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from .fusion_merger import producer_consumer_merged_too_large
 
 
@@ -81,7 +81,7 @@ def _is_nestable_variadic_reduction(inst) -> bool:
     if not inst.shape.is_tuple():
         return False
     if inst.opcode == "reduce":
-        from ._reduction import is_reduction_from_or_to_contiguous_dimensions
+        from hlo_opt.analysis.gpu.reduction import is_reduction_from_or_to_contiguous_dimensions
         return not is_reduction_from_or_to_contiguous_dimensions(inst)
     return inst.opcode == "fusion" and is_fusion_kind(inst, "kLoop") and \
         inst.called[0].root.opcode == "reduce"
@@ -123,7 +123,6 @@ def _legal_to_fuse(a, b, device, info) -> str | None:
     return fusion_fits_in_budget(a, b, device, False, info)
 
 
-@register
 class GpuMultiOutputFusion:
     name = "multi_output_fusion"
 
@@ -132,7 +131,7 @@ class GpuMultiOutputFusion:
             return self._run(module)
 
     def _run(self, module) -> bool:
-        self.device = device_for(module)
+        self.device = module.config.device
         changed = False
         for comp in fusible_computations(module):
             changed |= self._run_on(comp)
@@ -154,7 +153,9 @@ class GpuMultiOutputFusion:
             if self._fuse_siblings(comp, producer, reach, info):
                 changed = True
             consumer = self._pick_consumer(producer, reach, info)
-            if consumer is None:
+            if consumer is None or not consume_fuel(
+                    self.name, lambda: f"fuse %{producer.name} into %{consumer.name} "
+                                       "(multi-output)"):
                 continue
             changed = True
             for x in (producer, consumer):
@@ -211,7 +212,9 @@ class GpuMultiOutputFusion:
                 if b.parent is not comp or b in self.tainted or self._sibling_candidate(b) \
                         or reach.connected(a, b) \
                         or self._shapes_compatible(a, b) or _slices_disjoint(a, b, parent) \
-                        or _legal_to_fuse(a, b, self.device, info):
+                        or _legal_to_fuse(a, b, self.device, info) \
+                        or not consume_fuel(self.name, lambda: f"fuse sibling %{b.name} "
+                                                               f"into %{a.name}"):
                     j += 1
                     continue
                 for x in (a, b):

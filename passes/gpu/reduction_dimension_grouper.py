@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from hlo_opt.analysis.layout import has_default_layout
 
-from ..registry import register
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, replace
 
 
@@ -42,7 +41,6 @@ def group(reduce):
     return make_reduce(comp, reduce.shape, grouped, inits, new_reduced, reduce.to_apply, reduce)
 
 
-@register
 class ReductionDimensionGrouper:
     name = "reduction-dimension-grouper"
 

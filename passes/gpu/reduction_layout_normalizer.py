@@ -10,8 +10,7 @@ from __future__ import annotations
 from hlo_opt.analysis.layout import minor_to_major
 from hlo_opt.ir.shape import Layout, Shape
 
-from ..registry import register
-from ._graph import add_gte, fusible_computations
+from hlo_opt.rewrite.graph import add_gte, fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
 
 
@@ -64,7 +63,6 @@ def normalize(reduce):
     return comp.add("tuple", reduce.shape, parts, name="tuple")
 
 
-@register
 class ReductionLayoutNormalizer:
     name = "reduction-layout-normalizer"
 

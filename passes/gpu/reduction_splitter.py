@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from hlo_opt.analysis.layout import has_default_layout
 
-from ..registry import register
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 from ._reduce_util import array, make_reduce, replace
-from ._reduction import is_reduction_from_or_to_contiguous_dimensions
+from hlo_opt.analysis.gpu.reduction import is_reduction_from_or_to_contiguous_dimensions
 
 
 def split(reduce, ignore_small_dims: bool = True):
@@ -40,7 +39,6 @@ def split(reduce, ignore_small_dims: bool = True):
                        reduce.to_apply, reduce)
 
 
-@register
 class ReductionSplitter:
     name = "reduction-splitter"
 

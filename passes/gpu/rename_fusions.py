@@ -7,10 +7,9 @@ with several roots the hero opcodes are sorted and joined with ``_`` (``-`` beco
 """
 from __future__ import annotations
 
-from ..registry import register
-from ._fusible import find_non_trivial_hero
-from ._fusion_util import fusion_outputs
-from ._graph import fusible_computations, rename_computation
+from hlo_opt.analysis.gpu.fusible import find_non_trivial_hero
+from hlo_opt.rewrite.fusion import fusion_outputs
+from hlo_opt.rewrite.graph import fusible_computations, rename_computation
 
 _KIND = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
 
@@ -20,7 +19,6 @@ def hero_names(fusion) -> str:
     return "_".join(heroes).replace("-", "_")
 
 
-@register
 class RenameFusions:
     name = "rename_fusions"
 

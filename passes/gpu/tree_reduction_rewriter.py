@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-from ..registry import register
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
-from ._reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound, reduction_dimensions,
-                         reduction_is_race_free, reduction_kind,
-                         is_reduction_from_or_to_contiguous_dimensions)
+from hlo_opt.analysis.gpu.reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound,
+                                            reduction_dimensions, reduction_is_race_free,
+                                            reduction_kind,
+                                            is_reduction_from_or_to_contiguous_dimensions)
 
 
 def _should_swap(k, n_div_k, n, bound, is_row) -> bool:
@@ -120,11 +120,10 @@ def _grouped(dims) -> bool:
 
 
 def _gtes(comp, tup, n):
-    from ._graph import add_gte
+    from hlo_opt.rewrite.graph import add_gte
     return [add_gte(comp, tup, i) for i in range(n)]
 
 
-@register
 class GpuTreeReductionRewriter:
     name = "gpu-tree-reduction-rewriter"
 

@@ -23,7 +23,6 @@ import math
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
 
 CUBLAS_TRIANGULAR_SOLVE = "__cublas$triangularSolve"
 
@@ -60,16 +59,12 @@ def rewrite_triangular_solve(comp, inst):
     return gte
 
 
-@register
 class TriangularSolveRewriter:
     name = "triangular-solve-rewriter"
 
     def run(self, module) -> bool:
-        fused = module.fusion_computations()
         changed = False
-        for comp in list(module.computations):
-            if comp in fused:
-                continue
+        for comp in module.nonfusion_computations():
             for inst in [i for i in comp.instructions if i.opcode == "triangular-solve"]:
                 rewrite_triangular_solve(comp, inst)
                 changed = True

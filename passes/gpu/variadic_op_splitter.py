@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from hlo_opt.ir.shape import Shape
 
-from ..registry import register
-from ._graph import fusible_computations
+from hlo_opt.rewrite.graph import fusible_computations
 
 MAX_PARAMETERS = 128
 
@@ -24,7 +23,6 @@ def _concat(comp, operands, dim, like):
                     list(operands), name="concatenate", attrs=attrs)
 
 
-@register
 class VariadicOpSplitter:
     name = "variadic-op-splitter"
 

@@ -25,7 +25,7 @@ from hlo_opt.ir.module import HloModule
 from hlo_opt.ir.types import is_float
 from tests.backends.test_collectives import model, model_groups
 from tests.conftest import corpus_files, require_corpus
-from tests.passes.harness import largest_array, random_args
+from tests.support.harness import largest_array, random_args
 
 _COLLECTIVE_RE = re.compile(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|"
                             r"collective-permute|collective-broadcast)\b")

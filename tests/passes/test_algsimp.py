@@ -13,9 +13,9 @@ import pytest
 
 from hlo_opt.api import parse_hlo
 from passes.algsimp import RULES, AlgebraicSimplifier, AlgebraicSimplifierOptions
-from tests.passes.exactness import assert_bitwise, special_args
-from tests.passes.harness import check_pass, execute_or_xfail, is_deterministic
-from tests.passes.lit_chunks import chunks
+from tests.support.exactness import assert_bitwise, special_args
+from tests.support.harness import check_pass, execute_or_xfail, is_deterministic
+from tests.support.lit_chunks import chunks
 
 CHUNKS = chunks("algsimp_*.hlo")
 LABELS = {r.label for r in RULES.rules}

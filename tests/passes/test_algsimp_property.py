@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, example, given, settings
 
 from hlo_opt.api import parse_hlo, verify
 from passes.algsimp import AlgebraicSimplifier
-from tests.passes.differential import ATOL, RTOL
-from tests.passes.exactness import assert_bitwise, special_args
-from tests.passes.harness import assert_close, random_args
-from tests.passes.random_graphs import modules
+from tests.support.differential import ATOL, RTOL
+from tests.support.exactness import assert_bitwise, special_args
+from tests.support.harness import assert_close, random_args
+from tests.support.random_graphs import modules
 
 
 def _execute(module, args):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from passes.algsimp import AlgebraicSimplifier
-from tests.passes.differential import check_real_module, real_modules_or_marker
+from tests.support.differential import check_real_module, real_modules_or_marker
 
 MODULES = real_modules_or_marker()
 

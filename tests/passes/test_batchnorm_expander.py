@@ -6,9 +6,9 @@ import pytest
 
 from hlo_opt.api import parse_hlo
 from passes.batchnorm_expander import BatchNormExpander
-from tests.passes.harness import assert_close, execute_or_xfail
-from tests.passes.lit_chunks import chunks
-from tests.passes.pass_suite import real_modules_test
+from tests.support.harness import assert_close, execute_or_xfail
+from tests.support.lit_chunks import chunks
+from tests.support.pass_suite import real_modules_test
 
 test_real_modules = real_modules_test(BatchNormExpander, exact=False)
 

@@ -1,7 +1,7 @@
 """call-inliner (CallInliner)."""
 from __future__ import annotations
 
-from .harness import check_pass, load_text
+from tests.support.harness import check_pass, load_text
 
 
 def opcodes(module):

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 import passes.constant_folding as cf
 from hlo_opt.api import parse_hlo
 from passes.constant_folding import HloConstantFolding
-from tests.passes.differential import check_real_module, real_modules_or_marker
-from tests.passes.harness import check_pass, execute_or_xfail
-from tests.passes.lit_chunks import chunks
-from tests.passes.random_graphs import modules
+from tests.support.differential import check_real_module, real_modules_or_marker
+from tests.support.harness import check_pass, execute_or_xfail
+from tests.support.lit_chunks import chunks
+from tests.support.random_graphs import modules
 from tests.passes.test_algsimp_property import check_pass_on_random_graph
 
 CHUNKS = chunks("constant_folding*.hlo")

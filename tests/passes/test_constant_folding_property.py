@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import passes.constant_folding as cf
 from hlo_opt.api import parse_hlo, verify
-from tests.passes.exactness import special_args
-from tests.passes.harness import assert_close, execute_or_xfail, random_args
-from tests.passes.random_graphs import constant_folding_cases
+from tests.support.exactness import special_args
+from tests.support.harness import assert_close, execute_or_xfail, random_args
+from tests.support.random_graphs import constant_folding_cases
 
 EXAMPLES = 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -7,9 +7,9 @@ import random
 import pytest
 
 from passes.convolution_group_converter import ConvolutionGroupConverter, DimNumbers
-from tests.passes.expander_real_modules import MODULES, check_module
-from tests.passes.harness import check_pass, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.expander_real_modules import MODULES, check_module
+from tests.support.harness import check_pass, load_text
+from tests.support.lit_chunks import chunks
 
 # Convolutions add up products in another order once groups become extra spatial dims or
 # zero-masked filter entries: float results agree to rounding.

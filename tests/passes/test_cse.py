@@ -1,7 +1,7 @@
 """cse (HloCSE)."""
 from __future__ import annotations
 
-from .harness import check_pass, load_text
+from tests.support.harness import check_pass, load_text
 
 
 def names(module, comp=None):

@@ -1,7 +1,7 @@
 """dce (HloDCE)."""
 from __future__ import annotations
 
-from .harness import check_pass, load_text
+from tests.support.harness import check_pass, load_text
 
 
 def opcodes(module, comp=None):

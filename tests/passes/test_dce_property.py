@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 
 from hlo_opt.api import parse_hlo, verify
 from passes.dce import HloDCE
-from tests.passes.exactness import assert_bitwise, special_args
-from tests.passes.harness import execute_or_xfail, random_args
-from tests.passes.random_graphs import dce_cases
+from tests.support.exactness import assert_bitwise, special_args
+from tests.support.harness import execute_or_xfail, random_args
+from tests.support.random_graphs import dce_cases
 
 EXAMPLES = 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -158,10 +158,14 @@ def test_check_passes_on_the_real_pass():
 
 @pytest.mark.parametrize("attr,broken", [
     ("run_dce", lambda module: False),                 # removes nothing
-    ("_attr_true", lambda inst, name: False),         # removes the side-effecting call
+    ("Instruction.has_side_effect_no_recurse", lambda inst: False),  # drops the call
 ], ids=["no-op", "drops-side-effects"])
 def test_check_fails_on_a_broken_dce(monkeypatch, attr, broken):
     import passes.dce as dce
-    monkeypatch.setattr(dce, attr, broken)
+    from hlo_opt.ir.instruction import Instruction
+    if attr.startswith("Instruction."):  # the IR's one definition of side effects
+        monkeypatch.setattr(Instruction, attr.split(".")[1], broken)
+    else:
+        monkeypatch.setattr(dce, attr, broken)
     with pytest.raises(AssertionError):
         check_dce(DEAD)

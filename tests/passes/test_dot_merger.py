@@ -13,9 +13,9 @@ from hlo_opt.ir.types import is_float
 from passes.dot_merger import DependencyGraph, DotMerger
 from hlo_opt.api import parse_hlo, verify
 from hlo_opt.errors import HloError
-from tests.passes.expander_real_modules import MODULES, check_module, check_variant
-from tests.passes.harness import check_pass, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.expander_real_modules import MODULES, check_module, check_variant
+from tests.support.harness import check_pass, load_text
+from tests.support.lit_chunks import chunks
 
 # A merged dot is a bigger matmul: its sums may round differently.
 RTOL, ATOL = 1e-5, 1e-5

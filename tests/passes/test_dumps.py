@@ -15,7 +15,7 @@ from hlo_opt.dump.naming import filename_for, parse_dump_name, sanitize_file_nam
 from hlo_opt.dump.writer import DumpConfig, DumpDirectory, ModuleDumper
 from hlo_opt.flags import DebugOptions
 
-from .harness import load_text
+from tests.support.harness import load_text
 
 HLO = """
 HloModule m

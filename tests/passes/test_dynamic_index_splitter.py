@@ -7,11 +7,10 @@ import pytest
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from passes.dynamic_index_splitter import DynamicIndexSplitter
-from tests.passes.expander_real_modules import (MODULES, check_module, check_variant,
-                                                load_or_skip)
+from tests.support.expander_real_modules import MODULES, check_module, check_variant, load_or_skip
 from tests.conftest import require_corpus
-from tests.passes.harness import check_pass, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.harness import check_pass, load_text
+from tests.support.lit_chunks import chunks
 
 
 def split(text: str):

@@ -14,13 +14,11 @@ import pytest
 
 from hlo_opt.api import parse_hlo
 from hlo_opt.flags import DebugOptions, parse_flag_tokens
-from passes.gpu._options import using_options
-from passes.gpu_pipelines import register_gpu_pipelines
+from hlo_opt.ir.config import HloModuleConfig
 from passes.pipelines import build_pipeline
-from tests.passes.harness import check_pass
-from tests.passes.lit_chunks import LIT_DIR, chunks
+from tests.support.harness import check_pass
+from tests.support.lit_chunks import LIT_DIR, chunks
 
-register_gpu_pipelines()
 CHUNKS = chunks("fidelity_*.hlo")
 
 
@@ -32,8 +30,7 @@ def _run_line(file: str) -> tuple[object, DebugOptions]:
     passes = next((t.split("=", 1)[1] for t in tokens if t.startswith("--passes=")), None)
     pipeline = next((t.split("=", 1)[1] for t in tokens if t.startswith("--pipeline=")), None)
     options = DebugOptions(**flags)
-    with using_options(options):
-        what = build_pipeline(pipeline) if pipeline else passes
+    what = build_pipeline(pipeline, HloModuleConfig(options)) if pipeline else passes
     return what, options
 
 
@@ -48,8 +45,7 @@ def test_there_are_fidelity_files():
 @pytest.mark.parametrize("chunk", CHUNKS, ids=lambda c: c.id)
 def test_fidelity_module(chunk):
     what, options = _run_line(chunk.file)
-    with using_options(options):
-        result = check_pass(parse_hlo(chunk.text, chunk.file), what, seeds=(0, 1),
-                            rtol=1e-4, atol=1e-5, options=options)
+    result = check_pass(parse_hlo(chunk.text, chunk.file), what, seeds=(0, 1),
+                        rtol=1e-4, atol=1e-5, options=options)
     assert result.changed != _expect_unchanged(chunk.name), \
         f"{chunk.name}: changed={result.changed}\n{result.after_text}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from passes.flatten_call_graph import add_suffix
 
-from .harness import check_pass, load_text
+from tests.support.harness import check_pass, load_text
 
 SHARED = """
 HloModule m

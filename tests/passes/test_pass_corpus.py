@@ -11,7 +11,7 @@ from hlo_opt.verifier import module_errors
 from passes.pipelines import build_pipeline
 
 from ..conftest import corpus_files, require_corpus, sample_files
-from .harness import check_pass, fixture_args, with_redundancy
+from tests.support.harness import check_pass, fixture_args, with_redundancy
 
 MY_PASSES = ["dce", "cse", "tuple-simplifier", "call-inliner", "flatten-call-graph"]
 

@@ -1,6 +1,6 @@
 """reduction-degenerate-dim-remover: differential tests."""
 from passes.reduction_degenerate_dim_remover import ReductionDegenerateDimRemover
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("reduction_degenerate_dim_remover*.hlo",
                                     ReductionDegenerateDimRemover)

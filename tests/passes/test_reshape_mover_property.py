@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hlo_opt.api import parse_hlo, verify
 from hlo_opt.ir.types import BIT_WIDTH
 from passes.reshape_mover import ReshapeMover
-from tests.passes.exactness import assert_bitwise, special_args
-from tests.passes.harness import execute_or_xfail, random_args
-from tests.passes.random_graphs import reshape_mover_cases
+from tests.support.exactness import assert_bitwise, special_args
+from tests.support.harness import execute_or_xfail, random_args
+from tests.support.random_graphs import reshape_mover_cases
 
 EXAMPLES = 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

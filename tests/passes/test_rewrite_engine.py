@@ -15,13 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hlo_opt.api import parse_hlo
 from hlo_opt.errors import HloError
 from hlo_opt.text.parser import parse_hlo_modules
-from passes._rewrite import (P, RuleList, Rules, X, comp_has_opcode, has_opcode,
-                             run_rules)
+from hlo_opt.rewrite.rules import P, RuleList, Rules, X, comp_has_opcode, has_opcode, run_rules
 from passes.algsimp import RULES, AlgebraicSimplifierOptions
 from passes.algsimp.predicates import ALL
 from tests.conftest import sample_files
-from tests.passes.lit_chunks import chunks
-from tests.passes.random_graphs import modules
+from tests.support.lit_chunks import chunks
+from tests.support.random_graphs import modules
 
 
 def oracle(p, inst, binds: dict) -> bool:

@@ -7,9 +7,9 @@ import pytest
 
 from hlo_opt.api import verify
 from passes.rng_bit_generator_expander import RngBitGeneratorExpander
-from tests.passes.expander_real_modules import MODULES, check_module
-from tests.passes.harness import check_pass, execute_or_xfail, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.expander_real_modules import MODULES, check_module
+from tests.support.harness import check_pass, execute_or_xfail, load_text
+from tests.support.lit_chunks import chunks
 
 SHAPES = [(), (1,), (5,), (3, 5), (2, 3, 1), (7, 3), (6, 2, 5)]
 TYPES = ["u32", "u64", "u16", "u8", "s32", "s64", "s16", "f32", "f64", "f16", "bf16"]

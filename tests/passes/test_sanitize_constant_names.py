@@ -3,7 +3,7 @@ import re
 
 from hlo_opt.api import parse_hlo
 from passes.sanitize_constant_names import SanitizeConstantNames
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("sanitize_constant_names*.hlo", SanitizeConstantNames)
 test_real_modules = real_modules_test(SanitizeConstantNames)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from passes.scatter_expander import ScatterExpander, scatter_indices_count
-from tests.passes.expander_real_modules import MODULES, check_module
+from tests.support.expander_real_modules import MODULES, check_module
 from tests.conftest import require_corpus
-from tests.passes.harness import check_pass, execute_or_xfail, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.harness import check_pass, execute_or_xfail, load_text
+from tests.support.lit_chunks import chunks
 
 ADD = """
 %add (a: f32[], b: f32[]) -> f32[] {

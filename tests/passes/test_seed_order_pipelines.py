@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import Fixpoint, Pipeline, PipelineRunner
-from tests.passes.pass_suite import real_modules_test
+from tests.support.pass_suite import real_modules_test
+from tests.support.pipelines import pipeline
 
 SIMPLIFICATION = ["batchnorm_expander", "algsimp", "simplify-sorts", "tuple-simplifier",
                   "while-loop-constant-sinking", "simplify-while-loops", "slice-sinker", "dce",
@@ -15,13 +16,13 @@ SIMPLIFICATION = ["batchnorm_expander", "algsimp", "simplify-sorts", "tuple-simp
 
 
 def simplification():
-    return Fixpoint(Pipeline("simplification", SIMPLIFICATION))
+    return Fixpoint(pipeline("simplification", SIMPLIFICATION))
 
 
 def optimization():
     # XLA's gpu_hlo_support_checker, element_type_converter and
     # hlo-get-dimension-size-rewriter are not part of this library (yet).
-    return Pipeline("optimization", [
+    return pipeline("optimization", [
         "zero_sized_hlo_elimination", "dynamic-index-splitter", "call-inliner",
         "dot_decomposer", "convolution-group-converter", "stable-sort-expander",
         simplification(), simplification(), simplification(),

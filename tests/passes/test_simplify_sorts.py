@@ -1,7 +1,7 @@
 """simplify-sorts (SortSimplifier): differential tests and the comparator rebuild."""
 from hlo_opt.api import parse_hlo
 from passes.simplify_sorts import SortSimplifier
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("simplify_sorts*.hlo", SortSimplifier)
 test_real_modules = real_modules_test(SortSimplifier)

@@ -9,10 +9,10 @@ from hlo_opt.ir.shape import Shape
 from passes.slice_sinker import SliceSinker, is_elementwise
 from hlo_opt.api import parse_hlo
 from hlo_opt.errors import HloError
-from tests.passes.expander_real_modules import MODULES, check_module, check_variant, load_or_skip
+from tests.support.expander_real_modules import MODULES, check_module, check_variant, load_or_skip
 from tests.conftest import require_corpus
-from tests.passes.harness import check_pass, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.harness import check_pass, load_text
+from tests.support.lit_chunks import chunks
 
 
 def sink(text: str):

@@ -12,9 +12,9 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.module import HloModule
 from hlo_opt.ir.shape import Shape
 from passes.stable_sort_expander import StableSortExpander, clone_comparator
-from tests.passes.expander_real_modules import MODULES, check_module
-from tests.passes.harness import check_pass, execute_or_xfail, load_text
-from tests.passes.lit_chunks import chunks
+from tests.support.expander_real_modules import MODULES, check_module
+from tests.support.harness import check_pass, execute_or_xfail, load_text
+from tests.support.lit_chunks import chunks
 
 LESS = """
 %less (a: s32[], b: s32[]) -> pred[] {

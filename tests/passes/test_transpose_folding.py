@@ -1,8 +1,8 @@
 """transpose-folding: differential tests (dot and, when enabled, convolution folding)."""
 from hlo_opt.api import parse_hlo
 from passes.transpose_folding import TransposeFolding
-from tests.passes.harness import check_pass
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.harness import check_pass
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("transpose_folding*.hlo", TransposeFolding)
 test_real_modules = real_modules_test(TransposeFolding, exact=False)

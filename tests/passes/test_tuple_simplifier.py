@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from passes.tuple_simplifier import TupleSimplifier
 
-from .harness import check_pass, load_text
+from tests.support.harness import check_pass, load_text
 
 
 def names(module, comp=None):

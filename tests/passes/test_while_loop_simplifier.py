@@ -2,7 +2,7 @@
 from hlo_opt.api import load, parse_hlo
 from passes.while_loop_simplifier import WhileLoopSimplifier
 from tests.conftest import SAMPLES
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("while_loop_simplifier*.hlo", WhileLoopSimplifier)
 test_real_modules = real_modules_test(WhileLoopSimplifier)

@@ -8,8 +8,8 @@ import pytest
 from hlo_opt.api import parse_hlo
 from passes._while_util import trip_count
 from passes.while_loop_trip_count_annotator import WhileLoopTripCountAnnotator
-from tests.passes.harness import execute_or_xfail
-from tests.passes.pass_suite import lit_modules_test, real_modules_test
+from tests.support.harness import execute_or_xfail
+from tests.support.pass_suite import lit_modules_test, real_modules_test
 
 test_lit_modules = lit_modules_test("while_loop_trip_count_annotator*.hlo",
                                     WhileLoopTripCountAnnotator)
@@ -17,7 +17,7 @@ test_real_modules = real_modules_test(WhileLoopTripCountAnnotator)
 
 
 def _loop(init, step_op, step, direction, bound, swap=False, ty="s32"):
-    cmp = f"%b, %i" if swap else f"%i, %b"
+    cmp = "%b, %i" if swap else "%i, %b"
     return f"""HloModule loop
 %cond (s: ({ty}[], s32[])) -> pred[] {{
   %s = ({ty}[], s32[]) parameter(0)

@@ -19,7 +19,7 @@ def _execute(module, args):
 def test_nested_operands_become_instructions_named_after_their_opcode():
     m = parse_hlo(NESTED_OPERANDS)
     verify(m)
-    names = {i.name: i for i in m.entry._instructions}
+    names = {i.name: i for i in m.entry.iter_instructions()}
     assert names["parameter"].opcode == "parameter" and names["parameter"].parameter_number == 1
     assert {"constant", "constant.1", "constant.2", "negate", "add"} <= set(names)
     assert names["p"].operands[1].literal.array.item() == 5
@@ -66,7 +66,7 @@ def test_quoted_module_name_prints_quoted():
 def test_async_sugar_wraps_the_op_and_runs_like_it():
     m = parse_hlo(ASYNC_SUGAR)
     verify(m)
-    starts = [i for i in m.entry._instructions if i.opcode == "async-start"]
+    starts = [i for i in m.entry.iter_instructions() if i.opcode == "async-start"]
     assert [s.called[0].root.opcode for s in starts] == [
         "call", "dynamic-slice", "dynamic-update-slice", "exponential"]
     assert starts[0].called[0].root.called[0].name == "callee"

@@ -335,12 +335,12 @@ def test_instruction_names_unique_in_module():
 def test_users_and_operands_agree():
     m = module()
     a, mul = inst(m, "a"), inst(m, "m")
-    del a._users[mul]
+    a.remove_user(mul)  # corrupt the IR on purpose
     rejects(m, "instruction %m:", "operand 0 (%a) does not list this instruction among its "
             "users")
     m = module()
     b, z = inst(m, "b"), inst(m, "z")
-    b._users[z] = None
+    b.add_user(z)  # corrupt the IR on purpose
     rejects(m, "instruction %b:", "user %z does not have this instruction as an operand")
 
 
@@ -410,8 +410,10 @@ def test_constant_whose_literal_does_not_fit_is_rejected():
     verifier names it (the parser rejects such text before, at the literal)."""
     m = parse_hlo("HloModule m\nENTRY e {\n  ROOT c = f32[2] constant({1, 2})\n}\n")
     c = m.entry.root
-    c.payload, c._literal = "{1, 2, 3}", None
+    c.payload = "{1, 2, 3}"
+    c.cache_literal(None)
     errors = module_errors(m)
     assert any("constant literal does not fit f32[2]" in e and "%c" in e for e in errors), errors
-    c.payload, c._literal = "{1, 2}", None
+    c.payload = "{1, 2}"
+    c.cache_literal(None)
     assert module_errors(m) == []

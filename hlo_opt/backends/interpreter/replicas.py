@@ -25,6 +25,7 @@ import time
 from ...errors import HloError
 from ...ir.replica_groups import module_device_counts
 from .evaluator import Evaluator
+from .executable import _own, check_arguments
 from .values import leaves
 
 DEFAULT_TIMEOUT = 120.0  # seconds one device may wait for its peers
@@ -252,7 +253,6 @@ class ReplicatedInterpreter:
     def run(self, args_per_device) -> list[list]:
         """Run the entry on every device; ``args_per_device[d]`` are device ``d``'s
         arguments.  Returns each device's result leaves."""
-        from . import _own, check_arguments
         n = self.num_devices
         args_per_device = list(args_per_device)
         if len(args_per_device) != n:

@@ -8,7 +8,7 @@ import pytest
 
 from hlo_opt.errors import UnsupportedError
 
-from .heavy_helpers import run
+from tests.support.heavy_helpers import run
 from .test_ops_convolution import _labels, _w, _window_text, ref_conv
 
 

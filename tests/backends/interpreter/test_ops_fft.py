@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .heavy_helpers import run
+from tests.support.heavy_helpers import run
 
 
 def dft_matrix(n, inverse=False):

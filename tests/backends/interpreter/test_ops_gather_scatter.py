@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from .heavy_helpers import StandInCtx, execute_or_skip, run
+from tests.support.heavy_helpers import StandInCtx, execute_or_skip, run
 
 
 # ---- reference loops (XLA's spec, one element at a time) ---------------------------------

@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
-from .heavy_helpers import run
+from tests.support.heavy_helpers import run
 
 
 def _spd(rng, batch, n, dtype=np.float64):

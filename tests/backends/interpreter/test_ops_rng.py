@@ -13,7 +13,7 @@ import pytest
 
 from hlo_opt.backends.interpreter.ops_rng import philox4x32, threefry2x32
 
-from .heavy_helpers import StandInCtx, run
+from tests.support.heavy_helpers import StandInCtx, run
 
 THREEFRY_KAT = [
     ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6b200159, 0x99ba4efe)),
@@ -185,7 +185,7 @@ def test_rng_normal_moments_and_determinism():
 
 
 def test_known_answers_through_the_real_evaluator():
-    from .heavy_helpers import execute_or_skip
+    from tests.support.heavy_helpers import execute_or_skip
     execute = execute_or_skip()
     from hlo_opt.api import parse_hlo
     ctr, key, want = PHILOX_KAT[2]

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .heavy_helpers import StandInCtx, execute_or_skip, run
+from tests.support.heavy_helpers import StandInCtx, execute_or_skip, run
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from .heavy_helpers import StandInCtx, run
+from tests.support.heavy_helpers import StandInCtx, run
 
 
 def _window_positions(shape, windows, out_idx):
@@ -245,7 +245,7 @@ def test_select_and_scatter_max_pool_gradient_picks_first_max():
 
 
 def test_variadic_reducer_and_generic_select_through_the_real_evaluator():
-    from .heavy_helpers import execute_or_skip
+    from tests.support.heavy_helpers import execute_or_skip
     execute = execute_or_skip()
     from hlo_opt.api import parse_hlo
     rng = np.random.default_rng(10)

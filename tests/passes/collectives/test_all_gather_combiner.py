@@ -6,8 +6,8 @@ import pytest
 
 from hlo_opt.flags import DebugOptions
 from passes.collectives.all_gather_combiner import AllGatherCombiner
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, find, root, run
 
@@ -329,13 +329,15 @@ def test_preserves_frontend_attributes_and_merged_metadata():
 
 def test_threshold_and_by_dim_come_from_the_flags():
     m = load_text(BY_DIM)
-    m.debug_options = DebugOptions(xla_gpu_all_gather_combine_threshold_bytes=128,
-                                   xla_gpu_enable_all_gather_combine_by_dim=True)
+    m.config = m.config.replace(debug_options=DebugOptions(
+        xla_gpu_all_gather_combine_threshold_bytes=128,
+        xla_gpu_enable_all_gather_combine_by_dim=True))
     assert AllGatherCombiner().run(m)
     # 128 bytes: two f32[8,2] per combined op
     assert count(m, "all-gather") == 3
     m2 = load_text(BY_DIM)
-    m2.debug_options = DebugOptions(xla_gpu_all_gather_combine_threshold_bytes=0)
+    m2.config = m2.config.replace(
+        debug_options=DebugOptions(xla_gpu_all_gather_combine_threshold_bytes=0))
     assert not AllGatherCombiner().run(m2)
 
 

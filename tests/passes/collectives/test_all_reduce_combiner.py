@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hlo_opt.flags import DebugOptions
 from passes.collectives.all_reduce_combiner import AllReduceCombiner
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, find, root, run
 
@@ -229,9 +229,10 @@ ENTRY entry {
 def test_threshold_comes_from_the_flag():
     text = module([("sum", "add")], cross_replica_reductions([8, 4], ["sum", "sum"]))
     m = load_text(text)
-    m.debug_options = DebugOptions(xla_gpu_all_reduce_combine_threshold_bytes=12 * 1024 - 1)
+    m.config = m.config.replace(debug_options=DebugOptions(
+        xla_gpu_all_reduce_combine_threshold_bytes=12 * 1024 - 1))
     assert not AllReduceCombiner().run(m)
-    m.debug_options = DebugOptions()  # XLA's default: 30 MiB + 7
+    m.config = m.config.replace(debug_options=DebugOptions())  # XLA's default: 30 MiB + 7
     assert AllReduceCombiner().run(m) and count(m, "all-reduce") == 1
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, root, run
 
@@ -157,7 +157,7 @@ def test_cross_replica_and_partition_groups_are_not_folded():
     # what XLA's fold gives differs from the module on 4x2 devices:
     import numpy as np
 
-    from tests.passes.multi_replica import device_args, run_replicated
+    from tests.support.multi_replica import device_args, run_replicated
     folded = load_text(text.replace(
         "ar0 = f32[8] all-reduce(p0), channel_id=3, replica_groups={{0,1},{2,3}}, "
         "to_apply=sum\n  ar1 = f32[8] all-reduce(ar0), channel_id=5, "

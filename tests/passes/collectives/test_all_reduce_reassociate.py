@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from passes.collectives.all_reduce_reassociate import AllReduceReassociate
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, root, run
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from passes.collectives.reduce_scatter_combiner import ReduceScatterCombiner
-from tests.passes.harness import load_text
-from tests.passes.multi_replica import check_pass_replicated
+from tests.support.harness import load_text
+from tests.support.multi_replica import check_pass_replicated
 
 from .helpers import count, find, run
 

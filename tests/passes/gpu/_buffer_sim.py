@@ -371,7 +371,7 @@ def assert_buffer_safe(module, seeds=(0, 1), orders: int = 4, max_trips: int = 1
     """Shared-buffer runs in several orders agree with the fresh-buffer run; False when
     the module could not be simulated (too large, nondeterministic, an opcode the
     interpreter lacks), True when it was checked."""
-    from tests.passes.harness import largest_array, random_args
+    from tests.support.harness import largest_array, random_args
     if largest_array(module) > max_elements or not _deterministic(module):
         return False
     for seed in seeds:

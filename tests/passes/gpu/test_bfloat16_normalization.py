@@ -19,7 +19,6 @@ from passes.gpu.bfloat16_normalization import BFloat16Normalization
 from tests.conftest import corpus_files, sample_files
 
 from hlo_opt.flags import DebugOptions
-from passes.gpu._options import using_options
 
 from .util import check, run
 
@@ -66,8 +65,9 @@ def normalize(text, support=None, device=H100, excess=True, execute=True, mixed=
     module = parse_hlo(text) if isinstance(text, str) else text
     if mixed:
         m = module.clone()
-        with using_options(DebugOptions(xla_allow_excess_precision=excess)):
-            changed = p.run(m)
+        m.config = m.config.replace(
+            debug_options=DebugOptions(xla_allow_excess_precision=excess))
+        changed = p.run(m)
         assert changed == (m.to_text() != module.to_text())
         return changed, m
     if execute:
@@ -560,8 +560,6 @@ def test_real_modules(path, device):
 
 
 def test_registered_under_xla_name_in_the_gpu_pipeline():
-    from passes.gpu_pipelines import register_gpu_pipelines
-    from passes.pipelines import PIPELINES
-    register_gpu_pipelines()
-    assert "bfloat16-normalization" in repr(PIPELINES["post-layout-assignment"])
+    from passes.pipelines import build_pipeline
+    assert "bfloat16-normalization" in repr(build_pipeline("post-layout-assignment"))
     assert np.dtype("float32")  # numpy present for the interpreter runs

@@ -9,17 +9,12 @@ from pathlib import Path
 import pytest
 
 from hlo_opt.api import parse_hlo, parse_hlo_modules
-from hlo_opt.flags import DebugOptions
 from passes.gpu._conv_util import CONV_TARGETS
-from passes.gpu._options import using_options
-from passes.gpu_pipelines import register_gpu_pipelines
 from passes.pipelines import build_pipeline
 
 from ...conftest import corpus_files, require_corpus
-from ..harness import check_pass, fixture_args, largest_array
+from tests.support.harness import check_pass, fixture_args, largest_array
 from .test_conv_support import calls, run_passes, same_values
-
-register_gpu_pipelines()
 
 SAMPLES = Path(__file__).resolve().parents[3] / "sample_modules"
 CONV_PASSES = ("cudnn-conv-rewriter,cudnn-fused-convolution-rewriter,"
@@ -36,8 +31,7 @@ def _conv_corpus():
 
 
 def _gpu(module_or_text):
-    with using_options(DebugOptions()):
-        return run_passes(module_or_text, [build_pipeline("gpu")])
+    return run_passes(module_or_text, [build_pipeline("gpu")])
 
 
 def test_the_corpus_has_convolutions():
@@ -80,9 +74,8 @@ def test_multihost_module_shape_small(passes):
 
 def test_mobilenet_through_the_gpu_pipeline():
     text = (SAMPLES / "mobilenet_cluster.hlo").read_text()
-    with using_options(DebugOptions()):
-        r = check_pass(parse_hlo(text), build_pipeline("gpu"), seeds=(0,), rtol=1e-3,
-                       atol=1e-3, extra_args=[fixture_args("mobilenet_cluster")])
+    r = check_pass(parse_hlo(text), build_pipeline("gpu"), seeds=(0,), rtol=1e-3,
+                   atol=1e-3, extra_args=[fixture_args("mobilenet_cluster")])
     assert r.compared_runs == 2
     assert len(calls(r.module)) == 5
 

@@ -12,7 +12,7 @@ import pytest
 from hlo_opt.api import parse_hlo
 from passes.gpu._conv_util import CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_FORWARD
 
-from ..harness import check_pass
+from tests.support.harness import check_pass
 from .test_conv_support import calls, run_passes
 
 BW_FILTER = "f01b_i01o->01bf"   # TF's default dnums for backward filter (XLA's test)

@@ -13,11 +13,11 @@ from hlo_opt.analysis.device import DeviceInfo
 from hlo_opt.api import parse_hlo
 from hlo_opt.backends import execute
 from hlo_opt.flags import DebugOptions
-from hlo_opt.pipeline import Pipeline, PipelineRunner
+from hlo_opt.pipeline import PipelineRunner
 from passes.gpu._conv_util import (DimNums, padding_high_for, supports_optimized_integer_conv)
-from passes.gpu._options import using_options
+from tests.support.pipelines import pipeline
 
-from ..harness import assert_close, random_args
+from tests.support.harness import assert_close, random_args
 
 
 def device(cc) -> DeviceInfo:
@@ -31,14 +31,11 @@ def run_passes(text_or_module, passes, cc=None, **flags):
     original = parse_hlo(text_or_module) if isinstance(text_or_module, str) \
         else text_or_module
     work = original.clone()
-    if getattr(original, "debug_options", None) is not None:
-        work.debug_options = original.debug_options
     if cc is not None:
-        work.device_info = device(cc)
+        work.config = work.config.replace(device=device(cc))
     items = passes.split(",") if isinstance(passes, str) else list(passes)
-    options = DebugOptions(**flags)
-    with using_options(options):
-        PipelineRunner(options, verify_no_change=True).run(Pipeline("test", items), work)
+    options = DebugOptions(**flags) if flags else None  # None: the module's own config
+    PipelineRunner(options, verify_no_change=True).run(pipeline("test", items), work)
     text = work.to_text()
     assert parse_hlo(text).to_text() == text, "printing the result is not canonical"
     dead = [i.name for c in work.computations for i in c.instructions

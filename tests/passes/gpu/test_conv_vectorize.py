@@ -165,7 +165,7 @@ def test_vectorize_to_32_without_reordering():
                                    window=SAME))
     options = DebugOptions()
     options.xla_gpu_enable_cudnn_int8x32_convolution_reordering = False
-    module.debug_options = options
+    module.config = module.config.replace(debug_options=options)
     before, m = vectorize(module)
     c = the_conv(m)
     assert chain(c.operands[1], 2) == [("reshape", [2, 2, 2, 32, 128]),

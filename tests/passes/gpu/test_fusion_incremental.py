@@ -13,7 +13,7 @@ import pytest
 from hlo_opt.api import parse_hlo
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import Fixpoint, Pipeline, PipelineRunner
-from passes.gpu._options import using_options
+from tests.support.pipelines import pipeline
 
 SAMPLES = Path(__file__).resolve().parents[3] / "sample_modules"
 
@@ -64,8 +64,7 @@ def _blocks(n: int) -> str:
 
 def _run(module, passes, **flags):
     options = DebugOptions(**flags)
-    with using_options(options):
-        PipelineRunner(options, verifier=None).run(Pipeline("p", list(passes)), module)
+    PipelineRunner(options, verifier=None).run(pipeline("p", list(passes)), module)
     return module
 
 
@@ -73,18 +72,15 @@ def _run(module, passes, **flags):
 def _fusion_inputs() -> tuple[tuple[str, str], ...]:
     """(name, text) of modules as the GPU ``fusion`` stage sees them: the samples and two
     transformer blocks after the gpu pipeline's earlier stages."""
-    from passes.gpu_pipelines import register_gpu_pipelines
-    from passes.pipelines import _build
-    stages = register_gpu_pipelines()["gpu"].items[:8]  # spmd-simplify ... nvptx part 2
+    from passes.pipelines import build_pipeline
     out = []
     sources = [(p.stem, p.read_text()) for p in sorted(SAMPLES.glob("*.hlo"))]
     sources.append(("blocks", _blocks(2)))
     for name, text in sources:
         module = parse_hlo(text, name)
         options = DebugOptions()
-        with using_options(options):
-            PipelineRunner(options, verifier=None).run(
-                Pipeline("pre", [_build(s) for s in stages]), module)
+        stages = build_pipeline("gpu").items[:8]  # spmd-simplify ... nvptx part 2
+        PipelineRunner(options, verifier=None).run(Pipeline("pre", stages), module)
         out.append((name, module.to_text()))
     return tuple(out)
 
@@ -159,7 +155,7 @@ ENTRY %main (p: f32[1024,1024], q: f32[1024,1024]) -> f32[1024,1024] {
 # ---- incremental indexing evaluation ----------------------------------------------------------
 
 def _normalized(ev):
-    live = set(ev.fusion.called[0]._instructions) | {ev.fusion}
+    live = set(ev.fusion.called[0].iter_instructions()) | {ev.fusion}
     users = {k: frozenset(v) for k, v in ev.users.items()
              if v and (k in live or k in ev.fusion.operands)}
     count = {k: c for k, c in ev.count.items() if k in live}
@@ -167,7 +163,7 @@ def _normalized(ev):
 
 
 def test_grown_indexing_evaluations_equal_rebuilt_ones(monkeypatch):
-    from passes.gpu import _indexing
+    from hlo_opt.analysis.gpu import indexing as _indexing
     checked = []
     absorbed = _indexing.IndexingEvaluation.absorbed
 
@@ -185,7 +181,7 @@ def test_grown_indexing_evaluations_equal_rebuilt_ones(monkeypatch):
 
 @pytest.mark.parametrize("classic", [False, True], ids=["priority", "classic"])
 def test_moving_bodies_gives_what_copying_gives(monkeypatch, classic):
-    from passes.gpu import _fusion_util
+    from hlo_opt.rewrite import fusion as _fusion_util
     moved = []
     movable = _fusion_util._movable
 
@@ -216,8 +212,8 @@ def test_moving_bodies_gives_what_copying_gives(monkeypatch, classic):
 
 def test_fusion_facts_equal_asking_one_by_one():
     from passes.gpu import priority_fusion as pf
-    from passes.gpu._fusible import (_shared_memory, _unnested_reductions,
-                                     is_input_fusible_scatter)
+    from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
+                                              is_input_fusible_scatter)
     from passes.gpu.fusion_merger import _ir_size, _splits
     n = 0
     for name, text in _fusion_inputs():
@@ -382,8 +378,8 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
     from before a change)."""
     from hlo_opt.analysis.cost import instruction_cost
     from passes.gpu import priority_fusion as pf
-    from passes.gpu._fusible import (_shared_memory, _unnested_reductions,
-                                     is_input_fusible, is_input_fusible_reduction)
+    from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
+                                              is_input_fusible, is_input_fusible_reduction)
     from passes.gpu.fusion_merger import _ir_size, _splits
     fresh = {"fusible": pf.gpu_fusible, "sigred": pf._significant_reduce,
              "inred": is_input_fusible_reduction, "infus": is_input_fusible,
@@ -416,7 +412,7 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
 # ---- fusible computations: one walk, the module's own post order ---------------------------
 
 def test_fusible_computations_keep_the_module_post_order():
-    from passes.gpu._graph import _post_order, fusible_computations
+    from hlo_opt.rewrite.graph import _post_order, fusible_computations
     n = 0
     for name, text in _fusion_inputs():
         module = _run(parse_hlo(text, name), _fusion_stage())

@@ -9,7 +9,7 @@ from hlo_opt.api import parse_hlo
 from hlo_opt.backends import execute
 from passes.gpu.gemm_rewriter import gemm_config
 
-from ..harness import assert_close, random_args
+from tests.support.harness import assert_close, random_args
 from .util import check, run
 
 PASSES = "cublas-gemm-rewriter,gemm-broadcast-folding-rewriter"

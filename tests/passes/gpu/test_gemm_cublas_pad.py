@@ -8,7 +8,6 @@ import functools
 from hlo_opt.analysis.device import A100, DeviceInfo
 from hlo_opt.api import parse_hlo
 from hlo_opt.flags import DebugOptions
-from passes.gpu._options import using_options
 from passes.gpu.cublas_pad_for_gemms import CublasPadForGemms
 
 from . import util
@@ -21,8 +20,8 @@ check = functools.partial(util.check, **NO_TRITON)
 
 
 def _pad(module, *args) -> bool:
-    with using_options(DebugOptions(**NO_TRITON)):
-        return CublasPadForGemms(*args).run(module)
+    module.config = module.config.replace(debug_options=DebugOptions(**NO_TRITON))
+    return CublasPadForGemms(*args).run(module)
 
 
 def _text(lhs, rhs, out, dims="lhs_contracting_dims={1}, rhs_contracting_dims={0}",
@@ -155,13 +154,13 @@ def test_bf16_needs_ampere():
     text = _text("bf16[64,30]", "bf16[30,60]", "bf16[64,60]")
     assert check(text, PASS, rtol=2e-2, atol=2e-2).changed  # Hopper by default
     m = parse_hlo(text)
-    m.device_info = A100
+    m.config = m.config.replace(device=A100)
     assert _pad(m)
     m = parse_hlo(text)
-    m.device_info = DeviceInfo(name="V100", compute_capability=(7, 0))
+    m.config = m.config.replace(device=DeviceInfo(name="V100", compute_capability=(7, 0)))
     assert not _pad(m)  # Volta: f16 and s8 only
     m = parse_hlo(_text("f16[64,30]", "f16[30,60]", "f16[64,60]"))
-    m.device_info = DeviceInfo(name="V100", compute_capability=(7, 0))
+    m.config = m.config.replace(device=DeviceInfo(name="V100", compute_capability=(7, 0)))
     assert _pad(m)
 
 
@@ -173,7 +172,7 @@ def test_dots_the_triton_gemm_emitter_takes_are_left_to_it():
     assert not util.check(f16, PASS).changed
     assert util.check(_text("s8[63,31]", "s8[31,59]", "s32[63,59]"), PASS).changed
     m = parse_hlo(f16)
-    m.device_info = DeviceInfo(name="V100", compute_capability=(7, 0))
+    m.config = m.config.replace(device=DeviceInfo(name="V100", compute_capability=(7, 0)))
     assert CublasPadForGemms().run(m)
 
 

@@ -517,9 +517,7 @@ def test_no_epilogue_with_legacy_cublas(epilogue_ops):
 
 def test_aux_gemm_in_the_gpu_pipeline():
     # a training step keeps the pre-activation: GELU_AUX survives fusion and the rest
-    from passes.gpu_pipelines import register_gpu_pipelines
     from passes.pipelines import build_pipeline
-    register_gpu_pipelines()
     text = """HloModule test
 ENTRY test {
   x = f32[64,32] parameter(0)

@@ -8,17 +8,15 @@ import pytest
 from hlo_opt.api import parse_hlo_modules
 from hlo_opt.errors import HloError
 from hlo_opt.flags import DebugOptions
+from hlo_opt.errors import PassError
+from hlo_opt.ir.config import HloModuleConfig
 from hlo_opt.pipeline import Fixpoint
 from hlo_opt.verifier import module_errors
-from passes.gpu._options import using_options
-from passes.gpu_pipelines import (GPU_PIPELINE_NAMES, PassSpec, missing_passes,
-                                  register_gpu_pipelines)
-from passes.pipelines import PIPELINES, build_pipeline, spec_pass_names
+from passes.pipelines import PIPELINES, build_pipeline
+from passes.registry import PASSES
 
 from ...conftest import corpus_files, require_corpus, sample_files
-from ..harness import check_pass, fixture_args
-
-register_gpu_pipelines()
+from tests.support.harness import check_pass, fixture_args
 
 SEED_ORDER = ["spmd-simplify", "optimization", "collective-optimizations",
               "conv-canonicalization", "layout assignment",
@@ -37,7 +35,7 @@ def _leaves(pipeline):
 
 def test_gpu_is_the_sub_pipelines_in_the_seed_order():
     assert _names(build_pipeline("gpu")) == SEED_ORDER
-    for name in GPU_PIPELINE_NAMES:
+    for name in SEED_ORDER:
         assert name in PIPELINES
 
 
@@ -64,43 +62,44 @@ def test_sub_pipelines_name_xla_passes_in_order():
     assert "gpu-conv-algorithm-picker" in post
 
 
+def _config(**flags) -> HloModuleConfig:
+    return HloModuleConfig(DebugOptions(**flags))
+
+
 def test_fusion_pipeline_follows_the_priority_fusion_flag():
-    with using_options(DebugOptions(xla_gpu_enable_priority_fusion=True)):
-        fusion = build_pipeline("fusion")
-        assert isinstance(fusion, Fixpoint)
-        leaves = _leaves(fusion.body)
-        assert "priority-fusion" in leaves and "fusion_merger" not in leaves
-    with using_options(DebugOptions(xla_gpu_enable_priority_fusion=False)):
-        leaves = _leaves(build_pipeline("fusion").body)
-        assert "priority-fusion" not in leaves
-        assert leaves[:3] == ["variadic-op-splitter", "fusion", "fusion"]
-        assert "fusion_merger" in leaves and "multi_output_fusion" in leaves
+    fusion = build_pipeline("fusion", _config(xla_gpu_enable_priority_fusion=True))
+    assert isinstance(fusion, Fixpoint)
+    leaves = _leaves(fusion.body)
+    assert "priority-fusion" in leaves and "fusion_merger" not in leaves
+    classic = build_pipeline("fusion", _config(xla_gpu_enable_priority_fusion=False))
+    leaves = _leaves(classic.body)
+    assert "priority-fusion" not in leaves
+    assert leaves[:3] == ["variadic-op-splitter", "fusion", "fusion"]
+    assert [p.may_duplicate for p in classic.body.items[1:3]] == [False, True]
+    assert "fusion_merger" in leaves and "multi_output_fusion" in leaves
 
 
-def test_every_xla_pass_the_gpu_pipelines_name_is_registered():
-    build_pipeline("gpu")
-    assert missing_passes() == {}
+def test_every_pass_the_pipelines_name_is_registered():
+    for name in PIPELINES:
+        for _, p in build_pipeline(name).leaves():
+            assert PASSES[p.name] is type(p)
 
 
-def test_missing_passes_are_reported_not_silently_dropped():
-    from passes.gpu_pipelines import gpu_pipeline_specs
-    from passes.pipelines import PIPELINES
-    from passes.registry import pass_names
-    available = set(pass_names())
-    try:
-        specs = gpu_pipeline_specs(PIPELINES, available - {"all-reduce-folder", "cse"})
-        missing = missing_passes()
-        assert missing["collective-optimizations"] == ["all-reduce-folder"]
-        assert "cse" in missing["horizontal-fusion"]
-        assert "all-reduce-folder" not in spec_pass_names(specs["gpu"])
-    finally:
-        gpu_pipeline_specs(PIPELINES, available)
-    assert missing_passes() == {}
+def test_the_tables_are_sorted_and_unknown_names_are_errors():
+    assert list(PIPELINES) == sorted(PIPELINES)
+    assert list(PASSES) == sorted(PASSES)
+    assert all(name == cls.name for name, cls in PASSES.items())
+    with pytest.raises(PassError, match="Pipeline nope not found"):
+        build_pipeline("nope")
+    from passes.registry import create_pass
+    with pytest.raises(PassError, match="Pass nope not found"):
+        create_pass("nope")
 
 
-def test_pass_spec_is_its_name():
-    spec = PassSpec("fusion", may_duplicate=False)
-    assert spec == "fusion" and spec.kwargs == {"may_duplicate": False}
+def test_layout_sensitive_algsimp_after_layout_assignment():
+    post = build_pipeline("post-layout-assignment")
+    algsimps = [p for _, p in post.leaves() if p.name == "algsimp"]
+    assert [a.options.is_layout_sensitive for a in algsimps] == [True]
 
 
 # ---- the differential harness ---------------------------------------------------------------
@@ -121,9 +120,8 @@ def _valid_modules(path):
 
 def _check(module, name, extra=(), seeds=(0,), priority=True):
     options = DebugOptions(xla_gpu_enable_priority_fusion=priority)
-    with using_options(options):
-        return check_pass(module, build_pipeline(name), seeds=seeds, extra_args=extra,
-                          rtol=1e-4, atol=1e-4, options=options)
+    return check_pass(module, build_pipeline(name, HloModuleConfig(options)), seeds=seeds,
+                      extra_args=extra, rtol=1e-4, atol=1e-4, options=options)
 
 
 @pytest.mark.parametrize("name", PIPELINE_NAMES)

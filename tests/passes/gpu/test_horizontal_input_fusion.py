@@ -4,7 +4,6 @@ resulting graph and by the interpreter (outputs before == after)."""
 from __future__ import annotations
 
 from hlo_opt.api import parse_hlo
-from passes.gpu_pipelines import register_gpu_pipelines
 from passes.pipelines import build_pipeline
 
 from .util import check, entry_ops, fusions, run
@@ -186,7 +185,6 @@ def test_many_input_fusions_are_grouped_within_the_budget():
 
 def test_many_input_fusions_through_the_gpu_pipeline():
     # XLA runs this one through its whole pipeline too (RunAndCompare)
-    register_gpu_pipelines()
     module = parse_hlo(_many(20))
     r = check(module, build_pipeline("gpu"), seeds=(0,), rtol=1e-4, atol=1e-4)
     # priority fusion leaves 20 input fusions (the multiplies fused in); horizontal input
@@ -334,8 +332,5 @@ ENTRY %main (a: f32[8,16]) -> (s32[], f32[8,16], f32[8], f32[8]) {
 
 
 def test_in_the_gpu_pipeline():
-    register_gpu_pipelines()
-    from passes.gpu_pipelines import missing_passes
-    assert "horizontal_input_fusion" not in missing_passes().get("horizontal-fusion", [])
     leaves = [p.name for _, p in build_pipeline("horizontal-fusion").leaves()]
     assert leaves[:2] == ["horizontal_loop_fusion", "horizontal_input_fusion"]

@@ -19,8 +19,6 @@ def _script():
 
 def test_rows_for_samples():
     kt = _script()
-    from passes.gpu_pipelines import register_gpu_pipelines
-    register_gpu_pipelines()
     paths = [ROOT / "sample_modules" / f"{n}.hlo" for n in ("matmul_bias_gelu", "softmax")]
     rows = {r["module"]: r for r in kt.collect(paths, "gpu", DebugOptions())}
     gelu = rows["matmul_bias_gelu"]

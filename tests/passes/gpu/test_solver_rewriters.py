@@ -14,7 +14,7 @@ from hlo_opt.backends import execute
 from passes.gpu.gpusolver_rewriter import CUSOLVER_CHOLESKY, potrf_workspace_elements
 from passes.gpu.triangular_solve_rewriter import CUBLAS_TRIANGULAR_SOLVE
 
-from ..harness import assert_close, check_pass
+from tests.support.harness import assert_close, check_pass
 from .util import run
 
 CHOL = """HloModule c
@@ -234,9 +234,7 @@ def test_triangular_solve_rewrite_computes_the_same(left, lower, unit, tr):
 def test_cholesky_solve_through_the_gpu_pipeline():
     """cholesky then two triangular solves (a linear solve) through the whole gpu
     pipeline: both library calls are there, and the result solves the system."""
-    from passes.gpu_pipelines import register_gpu_pipelines
     from passes.pipelines import build_pipeline
-    register_gpu_pipelines()
     text = """HloModule s
 ENTRY %main (a: f32[6,6], b: f32[6,2]) -> f32[6,2] {
   %a = f32[6,6] parameter(0)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from hlo_opt.api import parse_hlo
 from hlo_opt.flags import DebugOptions
-from hlo_opt.pipeline import Pipeline, PipelineRunner
-from passes.gpu._options import using_options
+from hlo_opt.pipeline import PipelineRunner
+from tests.support.pipelines import pipeline
 
-from ..harness import check_pass
+from tests.support.harness import check_pass
 
 
 
@@ -19,10 +19,8 @@ def run(text_or_module, passes, **flags):
     returns the module.  Verifies after every changing pass and checks no-change claims."""
     module = parse_hlo(text_or_module) if isinstance(text_or_module, str) else \
         text_or_module.clone()
-    pipe = passes if isinstance(passes, Pipeline) else Pipeline(
-        "transforms_pipeline", passes.split(",") if isinstance(passes, str) else list(passes))
-    with using_options(DebugOptions(**flags)):
-        PipelineRunner(DebugOptions(**flags), verify_no_change=True).run(pipe, module)
+    pipe = pipeline("transforms_pipeline", passes)
+    PipelineRunner(DebugOptions(**flags), verify_no_change=True).run(pipe, module)
     return module
 
 
@@ -30,9 +28,8 @@ def check(text_or_module, passes, seeds=(0, 1), rtol=1e-4, atol=1e-5, **flags):
     """The differential harness (interpreter before == after, verifier, canonical text)
     with ``flags`` in force."""
     module = parse_hlo(text_or_module) if isinstance(text_or_module, str) else text_or_module
-    with using_options(DebugOptions(**flags)):
-        return check_pass(module, passes, seeds=seeds, rtol=rtol, atol=atol,
-                          options=DebugOptions(**flags))
+    return check_pass(module, passes, seeds=seeds, rtol=rtol, atol=atol,
+                      options=DebugOptions(**flags))
 
 
 def entry_ops(module) -> list[str]:

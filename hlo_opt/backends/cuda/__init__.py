@@ -1,0 +1,122 @@
+"""``--backend cuda``: the kernel plan rendered as CUDA C++, compiled by NVRTC to CUBIN
+for the device's exact ``sm_XX``, launched through cuda-python's driver bindings.
+
+    exe = hlo_opt.backends.compile(module, "cuda")   # probes the driver once
+    outs = exe.run(args)                              # numpy in, numpy out
+    exe.profile(args)                                 # per-thunk device times
+
+Without a device, ``build_program`` + ``compile_cuda`` still give the ``.cu`` and the PTX
+(``--platform=gpu --stage=cuda|ptx``), for sm_90 unless a gpu_specs file says otherwise.
+"""
+from __future__ import annotations
+
+from .target import arch_of, target_device
+
+
+class CudaDeviceAdapter:
+    """The runtime's device protocol over the driver, with the module's kernels."""
+
+    def __init__(self, dev, loaded, libraries=None):
+        self.d = dev
+        self.mod = loaded
+        self.libraries = libraries
+        self.name = f"cuda ({dev.name})"
+        for m in ("alloc", "upload", "download", "copy", "sync", "begin_capture",
+                  "end_capture", "launch_graph"):
+            setattr(self, m, getattr(dev, m))
+
+    def launch(self, k, addrs) -> None:
+        self.d.launch_function(self.mod.function(k.name), k.grid, k.block, addrs)
+
+    def cublaslt(self):
+        """cuBLASLt on this device, or None when nvmath-python (or cuBLAS) is missing."""
+        if self.libraries is None:
+            try:
+                from .cublaslt import CublasLt
+                self.libraries = CublasLt(self.d)
+            except Exception:  # noqa: BLE001 - the gemm then runs on the host
+                self.libraries = False
+        return self.libraries or None
+
+    def library_call(self, runner, thunk, frame) -> None:
+        from .libraries import run_library_call
+        run_library_call(self, runner, thunk, frame)
+
+    def timer(self):
+        from .driver import EventTimer
+        return EventTimer(self.d)
+
+
+class CudaExecutable:
+    name = "cuda"
+
+    def __init__(self, module, debug_options=None, cache: bool = True, config=None,
+                 prepare=None, prepare_key=None):
+        """``prepare``: the pipeline the run command asks for (module -> module), run here
+        after the driver probe so that a missing device fails before any pass runs."""
+        from .compiler import compile_cuda
+        from .driver import probe
+        from .program import build_program, full_source
+        dev = probe()
+        if prepare is not None:
+            module = prepare(module)
+        self.module = module
+        self.device = dev
+        self.device_info = dev.device_info()
+        self.program = build_program(module, self.device_info, config)
+        self.source = full_source(self.program)
+        self.compiled = compile_cuda(self.source, dev.arch, name=f"{module.name}.cu",
+                                     use_cache=cache)
+        self.cache_hit = self.compiled.cached
+        if debug_options is not None and getattr(debug_options, "xla_dump_to", ""):
+            dump(module, debug_options, self.program, self.compiled)
+        self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin))
+        self._runners: dict = {}
+
+    def runner(self, profile: bool = False):
+        from .runtime import Runner
+        r = self._runners.get(profile)
+        if r is None:
+            r = self._runners[profile] = Runner(self.program, self.adapter, profile)
+        return r
+
+    def run(self, args):
+        return self.runner().run(args)
+
+    def profile(self, args, iterations: int = 1):
+        r = self.runner(profile=True)
+        r.times.clear()
+        for _ in range(iterations):
+            r.run(args)
+        return r.profile_rows()
+
+
+def dump(module, options, program, compiled=None) -> None:
+    """XLA:GPU's dump files under ``--xla_dump_to``: ``module_NNNN.NAME.ptx``, our
+    ``module_NNNN.NAME.cu`` and ``...gpu_after_optimizations-buffer-assignment.txt``."""
+    from ...dump.naming import filename_for
+    from ...dump.writer import DumpConfig, DumpDirectory
+    config = DumpConfig.from_options(options)
+    if not config.should_dump_module(module.name):
+        return
+    directory = DumpDirectory(config)
+    files = [("cu", program.source),
+             ("gpu_after_optimizations-buffer-assignment.txt",
+              program.mplan.assignment.to_text() + "\n")]
+    if compiled is not None:
+        files.insert(0, ("ptx", compiled.ptx))
+    for suffix, text in files:
+        directory.write_text(filename_for(0, module.name, "", suffix), text, stdout_ok=False)
+
+
+def compile(module, **options):  # noqa: A001 - the backends' verb
+    return CudaExecutable(module, **options)
+
+
+def deviceless(module, options=None, config=None):
+    """(program, CompiledModule) for the gpu_specs target (Hopper by default)."""
+    from .compiler import compile_cuda
+    from .program import build_program, full_source
+    info = target_device(module, options)
+    prog = build_program(module, info, config)
+    return prog, compile_cuda(full_source(prog), arch_of(info), name=f"{module.name}.cu")

@@ -1,0 +1,164 @@
+"""Module -> one CUDA C++ translation unit + thunks per computation (what runs, in order).
+
+    prog = build_program(module, device)     # no GPU, no compiler needed
+    prog.source                              # the .cu (--stage=cuda)
+    prog.kernels                             # KernelSource per kernel (launch dims, params)
+    prog.entry.thunks                        # Launch / Copy / HostCall / Gemm / While ...
+
+Thunk kinds (XLA's thunks, in spirit):
+
+* ``Launch``: one kernel, its arguments as buffer slices;
+* ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
+* ``Library``: a call into a library: ``gemm`` (cuBLASLt, or our NVRTC gemm kernel) ...;
+* ``HostCall``: an instruction no kernel or library covers yet (sort, scatter, gather,
+  rng-bit-generator, fft ...), run by the interpreter on the host between device work;
+* ``While`` / ``Conditional`` / ``Call``: host control flow around device thunks, reading
+  the predicate back (XLA's ``WhileThunk``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall, make_plan
+from ...errors import UnsupportedError
+from .emitters import LaunchConfig, emit_kernel
+from .libraries import gemm_spec
+from .scatter import emit_scatter
+from .renderer import STORAGE
+
+PRELUDE_NAME = "prelude.cuh"
+
+
+@dataclass
+class Thunk:
+    kind: str                         # launch | copy | host | library | while | conditional | call
+    name: str                         # the instruction (profile rows)
+    step: object = None
+    kernel: object = None             # KernelSource (launch)
+    args: list = field(default_factory=list)  # slices (launch: per param; copy: [dst, src])
+    nbytes: int = 0
+    callees: list = field(default_factory=list)  # ComputationProgram (control)
+    spec: object = None               # library call parameters
+
+
+@dataclass
+class ComputationProgram:
+    plan: object
+    thunks: list = field(default_factory=list)
+
+    @property
+    def root_slices(self):
+        ca = self.plan.assignment
+        return [ca.slices[v] for v in self.plan.root_values]
+
+
+@dataclass
+class Program:
+    module: object
+    mplan: object
+    source: str
+    kernels: list
+    entry: ComputationProgram
+    computations: dict
+    host_fallbacks: list = field(default_factory=list)  # (step, why) run on the host
+
+    @property
+    def arena_size(self) -> int:
+        return self.mplan.assignment.arena_size
+
+    @property
+    def constants(self):
+        return self.mplan.assignment.constants
+
+
+def prelude() -> str:
+    from importlib import resources
+    return resources.files(__package__).joinpath(PRELUDE_NAME).read_text(encoding="utf-8")
+
+
+def build_program(module, device, config: LaunchConfig | None = None,
+                  use_libraries: bool = True, names: set | None = None) -> Program:
+    """``names``: kernel names already taken (programs compiled together, as the tests
+    do for every corpus module at once, share one set)."""
+    mplan = make_plan(module)
+    names = set() if names is None else names
+    kernels: list = []
+    fallbacks: list = []
+    progs: dict = {}
+    for comp, plan in mplan.plans.items():
+        progs[comp] = ComputationProgram(plan)
+    for comp, plan in mplan.plans.items():
+        cp = progs[comp]
+        for st in plan.steps:
+            cp.thunks.extend(_thunks_for(st, names, kernels, device, config, progs,
+                                         use_libraries, fallbacks))
+    body = "\n".join(k.code for k in kernels)
+    source = (f"// hlo-opt CUDA kernels for module {module.name}\n"
+              f"#include \"{PRELUDE_NAME}\"\n\n{body}")
+    return Program(module, mplan, source, kernels, progs[module.entry], progs, fallbacks)
+
+
+def full_source(prog: Program) -> str:
+    """The translation unit with the prelude inlined (what NVRTC and g++ compile)."""
+    return prog.source.replace(f'#include "{PRELUDE_NAME}"', prelude(), 1)
+
+
+def combined_source(programs) -> str:
+    """One translation unit for several programs built with a shared ``names`` set."""
+    return prelude() + "\n" + "\n".join(k.code for p in programs for k in p.kernels)
+
+
+def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):
+    out = []
+    if isinstance(st, Kernel):
+        from .launch_config import launch_config_of
+        try:
+            ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+            # an element type or op the renderer lacks (c64, f4 ...): the step runs on the
+            # host, and the program says so (Program.host_fallbacks)
+            fallbacks.append((st.name, str(e)))
+            return [Thunk("host", st.name, st)]
+        for n, i in st.in_place.items():
+            if st.input_slices[i] != st.output_slices[n]:
+                out.append(Thunk("copy", st.name, st, args=[st.output_slices[n],
+                                                            st.input_slices[i]],
+                                 nbytes=st.output_slices[n].size))
+        for k in ks:
+            kernels.append(k)
+            args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
+                    for _, role, slot in k.params]
+            out.append(Thunk("launch", st.name, st, kernel=k, args=args))
+        return out
+    if isinstance(st, Control):
+        return [Thunk(st.kind, st.name, st, callees=[progs[c.computation]
+                                                     for c in st.computations])]
+    if isinstance(st, Copy):
+        return [Thunk("copy", st.name, st, args=[o, i], nbytes=o.size)
+                for o, i in zip(st.output_slices, st.input_slices)]
+    if isinstance(st, LibraryCall):
+        try:
+            sc = emit_scatter(st, names, device)
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+            fallbacks.append((st.name, str(e)))
+            sc = None
+        if sc is not None:
+            k, base = sc
+            kernels.append(k)
+            out = []
+            if st.input_slices[base] != st.output_slices[0]:
+                out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
+                                                            st.input_slices[base]],
+                                 nbytes=st.output_slices[0].size))
+            args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
+                    for _, role, slot in k.params]
+            return out + [Thunk("launch", st.name, st, kernel=k, args=args)]
+        spec = gemm_spec(st.instruction) if use_libraries else None
+        if spec is not None:
+            return [Thunk("library", st.name, st, spec=spec)]
+        return [Thunk("host", st.name, st)]
+    raise AssertionError(f"unknown step {st!r}")
+
+
+def storage_ctype(dtype: str) -> str:
+    return STORAGE[dtype]

@@ -1,0 +1,285 @@
+"""Builder: create shape-correct instructions in a computation (XLA's MakeXxxHlo helpers).
+
+Every method adds the new instruction to the computation and returns it; shapes are
+inferred from the operands the way XLA's shape inference does, with the default layout.
+Builders remember what they created so a rule that gives up can be cleaned up.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hlo_opt.ir.attributes import int_list_text
+from hlo_opt.ir.computation import Computation
+from hlo_opt.ir.instruction import Instruction
+from hlo_opt.ir.literal import Literal
+from hlo_opt.ir.shape import Shape
+from hlo_opt.ir.types import numpy_dtype
+from hlo_opt.rewrite.dead import remove_dead
+
+_DOT_ATTR_ORDER = ("lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims",
+                   "rhs_contracting_dims")
+
+
+def slice_text(starts, limits, strides) -> str:
+    return "{" + ", ".join(f"[{a}:{b}" + (f":{s}]" if s != 1 else "]")
+                           for a, b, s in zip(starts, limits, strides)) + "}"
+
+
+def padding_text(config) -> str:
+    return "x".join(f"{lo}_{hi}" + (f"_{it}" if it else "") for lo, hi, it in config)
+
+
+def array_shape(et: str, dims) -> Shape:
+    return Shape.array(et, tuple(int(d) for d in dims))
+
+
+def scalar_literal(value, et: str) -> Literal:
+    dt = numpy_dtype(et)
+    with np.errstate(all="ignore"):
+        if et == "pred":
+            arr = np.array(bool(value))
+        elif np.issubdtype(dt, np.complexfloating):
+            arr = np.array(value, dtype=dt)
+        elif np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.bool_):
+            arr = np.array(int(value)).astype(dt)
+        else:
+            arr = np.array(float(value) if not isinstance(value, complex) else value.real,
+                           dtype=np.float64).astype(dt)
+    return Literal(Shape.array(et, ()), arr.reshape(()))
+
+
+class Builder:
+    def __init__(self, comp: Computation):
+        self.comp = comp
+        self.created: list[Instruction] = []
+        self.created_set: set = set()
+
+    # ---- bookkeeping --------------------------------------------------------------------
+    def _add(self, opcode: str, shape: Shape, operands=(), attrs: dict | None = None,
+             called=None, called_attr=None, payload: str = "") -> Instruction:
+        inst = self.comp.add(opcode, shape, operands, attrs=attrs, called=called,
+                             called_attr=called_attr, payload=payload)
+        self.created.append(inst)
+        self.created_set.add(inst)
+        return inst
+
+    def discard_since(self, mark: int) -> None:
+        """Remove instructions created after ``mark`` that ended up unused."""
+        created = self.created
+        if len(created) <= mark:
+            return
+        for inst in reversed(created[mark:]):
+            if inst.parent is self.comp and inst.user_count == 0 and not inst.is_root:
+                remove_dead(self.comp, inst, set())
+        del created[mark:]
+
+    # ---- leaves -------------------------------------------------------------------------
+    def constant(self, literal: Literal, text: str | None = None) -> Instruction:
+        """A constant holding ``literal`` (``text``: its ``to_text()``, when known)."""
+        inst = self._add("constant", literal.shape,
+                         payload=text if text is not None else literal.to_text())
+        inst.cache_literal(literal)
+        return inst
+
+    def constant_array(self, array, et: str) -> Instruction:
+        arr = np.asarray(array).astype(numpy_dtype(et))
+        return self.constant(Literal(Shape.array(et, arr.shape), arr))
+
+    def scalar(self, value, et: str) -> Instruction:
+        return self.constant(scalar_literal(value, et))
+
+    def scalar_like(self, like: Instruction | Shape, value) -> Instruction:
+        """XLA's MakeScalarLike: a constant of ``like``'s type, broadcast to its shape."""
+        shape = like.shape if isinstance(like, Instruction) else like
+        c = self.scalar(value, shape.element_type)
+        if shape.rank == 0:
+            return c
+        return self.broadcast(c, shape.dims, ())
+
+    def iota(self, et: str, dims, iota_dim: int) -> Instruction:
+        return self._add("iota", array_shape(et, dims),
+                         attrs={"iota_dimension": str(iota_dim)})
+
+    # ---- shape ops ----------------------------------------------------------------------
+    def broadcast(self, operand: Instruction, dims, bdims) -> Instruction:
+        return self._add("broadcast", array_shape(operand.shape.element_type, dims), [operand],
+                         attrs={"dimensions": int_list_text(bdims)})
+
+    def broadcast_to(self, operand: Instruction, shape: Shape, bdims) -> Instruction:
+        return self.broadcast(operand, shape.dims, bdims)
+
+    def reshape(self, operand: Instruction, dims) -> Instruction:
+        return self._add("reshape", array_shape(operand.shape.element_type, dims), [operand])
+
+    def bitcast(self, operand: Instruction, shape: Shape) -> Instruction:
+        return self._add("bitcast", shape, [operand])
+
+    def transpose(self, operand: Instruction, perm) -> Instruction:
+        dims = [operand.shape.dims[p] for p in perm]
+        return self._add("transpose", array_shape(operand.shape.element_type, dims), [operand],
+                         attrs={"dimensions": int_list_text(perm)})
+
+    def maybe_transpose(self, operand: Instruction, perm) -> Instruction:
+        if list(perm) == sorted(perm):
+            return operand
+        return self.transpose(operand, perm)
+
+    def slice(self, operand: Instruction, starts, limits, strides=None) -> Instruction:
+        strides = list(strides) if strides is not None else [1] * len(starts)
+        dims = [max(0, (l - s + st - 1) // st) for s, l, st in zip(starts, limits, strides)]
+        return self._add("slice", array_shape(operand.shape.element_type, dims), [operand],
+                         attrs={"slice": slice_text(starts, limits, strides)})
+
+    def pad(self, operand: Instruction, value: Instruction, config) -> Instruction:
+        dims = []
+        for d, (lo, hi, it) in zip(operand.shape.dims, config):
+            dims.append(lo + hi + d + max(d - 1, 0) * it)
+        return self._add("pad", array_shape(operand.shape.element_type, dims),
+                         [operand, value], attrs={"padding": padding_text(config)})
+
+    def concatenate(self, operands, dim: int) -> Instruction:
+        dims = list(operands[0].shape.dims)
+        dims[dim] = sum(o.shape.dims[dim] for o in operands)
+        return self._add("concatenate", array_shape(operands[0].shape.element_type, dims),
+                         list(operands), attrs={"dimensions": "{" + str(dim) + "}"})
+
+    def reverse(self, operand: Instruction, dims) -> Instruction:
+        return self._add("reverse", operand.shape.without_layout(), [operand],
+                         attrs={"dimensions": int_list_text(dims)})
+
+    def dynamic_slice(self, operand: Instruction, starts, sizes) -> Instruction:
+        return self._add("dynamic-slice", array_shape(operand.shape.element_type, sizes),
+                         [operand, *starts],
+                         attrs={"dynamic_slice_sizes": int_list_text(sizes)})
+
+    def dynamic_update_slice(self, operand, update, starts) -> Instruction:
+        return self._add("dynamic-update-slice", operand.shape.without_layout(),
+                         [operand, update, *starts])
+
+    def tuple(self, operands) -> Instruction:
+        return self._add("tuple", Shape.tuple(o.shape for o in operands), list(operands))
+
+    def gte(self, operand: Instruction, index: int) -> Instruction:
+        return self._add("get-tuple-element", operand.shape.tuple_shapes[index], [operand],
+                         attrs={"index": str(index)})
+
+    def copy(self, operand: Instruction) -> Instruction:
+        return self._add("copy", operand.shape, [operand])
+
+    # ---- elementwise --------------------------------------------------------------------
+    def unary(self, opcode: str, operand: Instruction, et: str | None = None) -> Instruction:
+        shape = operand.shape.without_layout()
+        if et is not None:
+            shape = shape.with_element_type(et)
+        return self._add(opcode, shape, [operand])
+
+    def convert(self, operand: Instruction, et: str) -> Instruction:
+        if operand.shape.element_type == et:
+            return operand
+        return self._add("convert", operand.shape.without_layout().with_element_type(et),
+                         [operand])
+
+    def binary(self, opcode: str, lhs: Instruction, rhs: Instruction) -> Instruction:
+        shape = lhs.shape.without_layout()
+        return self._add(opcode, shape, [lhs, rhs])
+
+    def compare(self, lhs: Instruction, rhs: Instruction, direction: str,
+                cmp_type: str | None = None) -> Instruction:
+        attrs = {"direction": direction}
+        if cmp_type:
+            attrs["type"] = cmp_type
+        return self._add("compare", lhs.shape.without_layout().with_element_type("pred"),
+                         [lhs, rhs], attrs=attrs)
+
+    def select(self, pred: Instruction, on_true: Instruction, on_false: Instruction
+               ) -> Instruction:
+        return self._add("select", on_true.shape.without_layout(), [pred, on_true, on_false])
+
+    def clamp(self, lo: Instruction, x: Instruction, hi: Instruction) -> Instruction:
+        return self._add("clamp", x.shape.without_layout(), [lo, x, hi])
+
+    def clone(self, inst: Instruction, operands, shape: Shape | None = None) -> Instruction:
+        """A copy of ``inst`` (attributes, called computations) with other operands."""
+        new = Instruction(inst.opcode, shape or inst.shape, operands,
+                          {k: v for k, v in inst.attrs.items() if k != "control-predecessors"},
+                          inst.opcode, inst.payload, inst.called, inst.called_attr)
+        new.cache_literal(inst.cached_literal)
+        self.comp.add_instruction(new)
+        self.created.append(new)
+        self.created_set.add(new)
+        return new
+
+    # ---- reductions and linear algebra -----------------------------------------------------
+    def reduce(self, operand: Instruction, init: Instruction, dims, comp: Computation
+               ) -> Instruction:
+        keep = [d for i, d in enumerate(operand.shape.dims) if i not in set(dims)]
+        return self._add("reduce", array_shape(operand.shape.element_type, keep),
+                         [operand, init],
+                         attrs={"dimensions": int_list_text(sorted(dims)), "to_apply": ""},
+                         called=[comp], called_attr="to_apply")
+
+    def map(self, operands, comp: Computation, shape: Shape) -> Instruction:
+        return self._add("map", shape, list(operands),
+                         attrs={"dimensions": int_list_text(range(shape.rank)),
+                                "to_apply": ""},
+                         called=[comp], called_attr="to_apply")
+
+    def dot(self, lhs: Instruction, rhs: Instruction, lb, lc, rb, rc, et: str,
+            extra_attrs: dict | None = None) -> Instruction:
+        ls, rs = lhs.shape.dims, rhs.shape.dims
+        dims = [ls[d] for d in lb]
+        dims += [ls[i] for i in range(len(ls)) if i not in lb and i not in lc]
+        dims += [rs[i] for i in range(len(rs)) if i not in rb and i not in rc]
+        attrs = {}
+        values = {"lhs_batch_dims": lb, "lhs_contracting_dims": lc, "rhs_batch_dims": rb,
+                  "rhs_contracting_dims": rc}
+        for name in _DOT_ATTR_ORDER:
+            v = values[name]
+            if v or name.endswith("contracting_dims"):
+                attrs[name] = int_list_text(v)
+        for k, v in (extra_attrs or {}).items():
+            attrs[k] = v
+        return self._add("dot", array_shape(et, dims), [lhs, rhs], attrs=attrs)
+
+
+def dot_dims(inst: Instruction):
+    """(lhs_batch, lhs_contracting, rhs_batch, rhs_contracting) as lists."""
+    return (list(inst.attr("lhs_batch_dims", ())), list(inst.attr("lhs_contracting_dims", ())),
+            list(inst.attr("rhs_batch_dims", ())), list(inst.attr("rhs_contracting_dims", ())))
+
+
+def dot_extra_attrs(inst: Instruction, swap: bool = False) -> dict:
+    """operand_precision / algorithm carried to a derived dot (swapped for swapped operands)."""
+    out = {}
+    prec = inst.attrs.get("operand_precision")
+    if prec is not None:
+        if swap:
+            parts = [p.strip() for p in prec.strip("{}").split(",")]
+            if len(parts) == 2:
+                prec = "{" + parts[1] + "," + parts[0] + "}"
+        out["operand_precision"] = prec
+    if "algorithm" in inst.attrs:
+        out["algorithm"] = inst.attrs["algorithm"]
+    return out
+
+
+def scalar_computation(module, opcode: str, et: str, name: str | None = None) -> Computation:
+    """A ``(x, y) -> op(x, y)`` scalar computation (XLA's GetOrCreateScalarAddComputation)."""
+    cname = name or f"scalar_{opcode}_computation_{et}"
+    for c in module.computations:
+        if c.name == cname and _is_scalar_binary(c, opcode, et):
+            return c
+    comp = Computation(cname)
+    s = Shape.array(et, ())
+    x = comp.add_parameter(s, "scalar_lhs")
+    y = comp.add_parameter(s, "scalar_rhs")
+    root = comp.add(opcode, s, [x, y], name=opcode)
+    comp.root = root
+    module.add_computation(comp, before=module.entry)
+    return comp
+
+
+def _is_scalar_binary(c: Computation, opcode: str, et: str) -> bool:
+    r = c.root
+    return (r is not None and r.opcode == opcode and len(c.parameters) == 2
+            and r.operands == c.parameters and r.shape.element_type == et)

@@ -1,0 +1,152 @@
+"""Deviceless target (gpu_specs text, Hopper default), the gpu platform's stages, the
+run command on cuda-sim (profile table and JSON), dumps, and clear errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tests.backends.cuda.support import require_gxx, require_nvrtc
+from tests.conftest import SAMPLES
+
+SPECS = """
+gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  core_count: 108
+  fpus_per_core: 64
+  memory_bandwidth: 1555200000000
+  l2_cache_size: 41943040
+  clock_rate_ghz: 1.41
+  shared_memory_per_block_optin: 166912
+  cuda_compute_capability {
+    major: 8
+    minor: 0
+  }
+}
+platform_name: "CUDA"
+dnn_version_info { major: 8 minor: 3 patch: 2 }
+device_description_str: "A100 SXM4 40 GB"
+"""
+
+
+def cli(*args):
+    from hlo_opt.cli import main
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_gpu_specs_text(tmp_path):
+    from hlo_opt.backends.cuda.target import arch_of, read_specs
+    p = tmp_path / "a100.txtpb"
+    p.write_text(SPECS)
+    d = read_specs(str(p))
+    assert (d.compute_capability, d.core_count, d.name) == ((8, 0), 108, "A100 SXM4 40 GB")
+    assert arch_of(d) == "sm_80"
+
+
+def test_gpu_specs_errors(tmp_path):
+    from hlo_opt.backends.cuda.target import TargetConfigError, read_specs
+    p = tmp_path / "bad.txtpb"
+    p.write_text("gpu_device_info {\n  core_count: 3\n  ] \n}\n")
+    with pytest.raises(TargetConfigError, match=r"bad.txtpb:3:3: error"):
+        read_specs(str(p))
+    with pytest.raises(TargetConfigError, match="cannot read"):
+        read_specs(str(tmp_path / "missing.txtpb"))
+
+
+def test_default_target_is_hopper():
+    from hlo_opt.backends.cuda.target import arch_of, target_device
+    assert arch_of(target_device()) == "sm_90"
+
+
+def test_platform_stages_listed():
+    r = cli(str(SAMPLES / "softmax.hlo"), "--platform=cuda", "--list-stages")
+    stages = [ln.split("\t")[0] for ln in r.output.splitlines()]
+    assert stages == ["hlo", "html", "hlo-backend", "buffer-assignment", "cuda", "ptx"]
+
+
+def test_stage_cuda_and_ptx(tmp_path):
+    require_nvrtc()
+    r = cli(str(SAMPLES / "softmax.hlo"), "--platform=gpu", "--stage=cuda")
+    assert r.exit_code == 0 and '#include "prelude.cuh"' in r.output
+    assert r.output.count('extern "C" __global__') == 3  # the gpu pipeline's 3 fusions
+    p = tmp_path / "a100.txtpb"
+    p.write_text(SPECS)
+    r = cli(str(SAMPLES / "softmax.hlo"), "--platform=gpu", "--stage=ptx",
+            f"--xla_gpu_target_config_filename={p}")
+    assert r.exit_code == 0 and ".target sm_80" in r.output
+    r = cli(str(SAMPLES / "softmax.hlo"), "--platform=gpu", "--stage=hlo-backend")
+    assert "// kernel" in r.output and "row_reduction" in r.output
+
+
+def test_run_cuda_sim_compare_and_profile():
+    require_gxx()
+    r = cli("run", str(SAMPLES / "while_loop.hlo"), "--backend", "cuda-sim", "--compare",
+            "interpreter", "--profile")
+    assert r.exit_code == 0, r.output
+    assert "1/1 runs passed" in r.output and "cuda-sim profile" in r.output
+    r = cli("run", str(SAMPLES / "softmax.hlo"), "--backend", "cuda-sim", "--profile", "--json")
+    data = json.loads(r.output[r.output.index("{"):])
+    rows = data["thunks"]
+    assert {x["name"] for x in rows} >= {"loop_divide_fusion"}
+    assert abs(sum(x["share"] for x in rows) - 1) < 1e-6
+    assert [x["share"] for x in rows] == sorted((x["share"] for x in rows), reverse=True)
+
+
+def test_dump_writes_ptx_cu_and_buffer_assignment(tmp_path):
+    require_gxx()
+    require_nvrtc()
+    from hlo_opt.api import load
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda import dump
+    from hlo_opt.backends.cuda.compiler import compile_cuda
+    from hlo_opt.backends.cuda.program import build_program, full_source
+    from hlo_opt.backends.cuda.target import target_device
+    from hlo_opt.flags import DebugOptions
+    m = load(str(SAMPLES / "softmax.hlo"))
+    opts = DebugOptions.from_sources([f"--xla_dump_to={tmp_path}"])
+    prog = build_program(m, target_device())
+    dump(m, opts, prog, compile_cuda(full_source(prog), "sm_90"))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert any(n.endswith(f".{m.name}.ptx") for n in names), names
+    assert any(n.endswith(".cu") for n in names)
+    assert any(n.endswith("gpu_after_optimizations-buffer-assignment.txt") for n in names)
+    compile_module(m, "cuda-sim", debug_options=opts)  # cuda-sim dumps the .cu too
+
+
+def test_no_driver_is_a_clear_error():
+    from hlo_opt.backends.cuda import driver
+    try:
+        driver.probe()
+        pytest.skip("a CUDA device is present")
+    except driver.CudaDriverError:
+        pass
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", "from hlo_opt.cli import run; run()", "run",
+                        str(SAMPLES / "softmax.hlo"), "--backend", "cuda"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "no CUDA driver/device found" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_gemm_specs_of_the_gpu_pipeline():
+    """The cuBLAS custom calls of the samples become cuBLASLt gemms (checked on an H200:
+    the samples match the interpreter); layouts decide which operand is transposed."""
+    from hlo_opt import passes_api
+    from hlo_opt.api import load
+    from hlo_opt.backends.cuda.libraries import gemm_spec
+    from hlo_opt.flags import DebugOptions
+    m = passes_api.optimize(load(str(SAMPLES / "mlp_train_step.hlo")),
+                            DebugOptions.from_sources([]), pipeline="gpu")
+    specs = [gemm_spec(i) for c in m.computations for i in c.instructions
+             if i.opcode == "custom-call"]
+    specs = [s for s in specs if s is not None]
+    assert len(specs) == 5
+    assert {(s.lhs_k_minor, s.rhs_k_minor) for s in specs} == {(True, False), (True, True),
+                                                               (False, False)}
+    for s in specs:
+        assert s.m * s.n * s.k > 0 and s.epilogue == "DEFAULT"
