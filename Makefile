@@ -34,8 +34,15 @@ test: install-test
 bench: install-test
 	for b in benchmarks/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-lint: install-test
-	$(PY) -m compileall -q hlo_opt passes
+$(VENV)/.installed-lint: $(VENV)/.installed-test
+	$(PIP) install -q -e '.[test,lint]'
+	touch $@
+
+# ruff (configured in pyproject.toml), then the layering tests: the import direction,
+# no import cycles, no private IR fields outside hlo_opt/ir
+lint: $(VENV)/.installed-lint
+	$(PY) -m ruff check hlo_opt passes tests benchmarks scripts
+	$(PY) -m pytest -q tests/unit/test_architecture.py
 
 clean:
 	rm -rf $(VENV) tests/lit/.lit_out .pytest_cache

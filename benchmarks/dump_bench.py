@@ -8,9 +8,11 @@ Prints (N interleaved runs: best time each, median of the per-run ratios):
   - the pipeline alone (no dumps, no stats),
   - with ``--xla_dump_to=DIR --xla_dump_hlo_pass_re=.*`` (XLA's "dump every changing pass"),
   - with ``--xla_dump_hlo_pass_re=.+`` (every pass dumped, changed or not),
-and the ratios.  The target is under 2x for ``.*``.
+and the ratios.  The target is under 2x for ``.*``.  ``--html`` adds, in the same
+interleaved runs, ``.*`` dumped as HTML pages only (``--xla_dump_hlo_as_html``) and prints
+the HTML dumps' cost (their time over the pipeline alone) as a ratio to the text dumps'.
 
-    python benchmarks/dump_bench.py [--layers 200] [--runs 5]
+    python benchmarks/dump_bench.py [--layers 200] [--runs 5] [--html]
 """
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=200)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--html", action="store_true", help="also time HTML dumps")
     args = ap.parse_args()
     text = make_module(args.layers)
     module = parse_hlo(text, "<bench>")
@@ -94,15 +97,21 @@ def main() -> None:
     d_every = os.path.join(tmp, "every")
     opts_all = DebugOptions(xla_dump_to=d_all, xla_dump_hlo_pass_re=".*")
     opts_every = DebugOptions(xla_dump_to=d_every, xla_dump_hlo_pass_re=".+")
-    plain, changed, every = [], [], []
+    d_html = os.path.join(tmp, "html")
+    opts_html = DebugOptions(xla_dump_to=d_html, xla_dump_hlo_pass_re=".*",
+                             xla_dump_hlo_as_html=True)
+    plain, changed, every, html = [], [], [], []
     try:
         time_optimize(text, None, None)  # warm-up (imports, caches)
         for _ in range(args.runs):  # interleaved, so load drift hits all three alike
             plain.append(time_optimize(text, None, None))
             changed.append(time_optimize(text, opts_all, d_all))
             every.append(time_optimize(text, opts_every, d_every))
+            if args.html:
+                html.append(time_optimize(text, opts_html, d_html))
         n_changed = len([f for f in os.listdir(d_all) if f.endswith(".txt")])
         n_every = len([f for f in os.listdir(d_every) if f.endswith(".txt")])
+        n_html = len([f for f in os.listdir(d_html) if f.endswith(".html")]) if html else 0
         size = sum(os.path.getsize(os.path.join(d_all, f)) for f in os.listdir(d_all))
         after = parse_hlo(text, "<bench>")
         passes_api.optimize(after, DebugOptions(), pipeline="optimization")
@@ -118,6 +127,12 @@ def main() -> None:
     print(f"dump_hlo_pass_re=.+  ({n_every:2d} text files)  {min(every) * 1000:8.1f} ms"
           f"   ratio {ratio_every:.2f}x")
     print(f"target (< 2x with .*): {'met' if ratio_changed < 2.0 else 'NOT met'}")
+    if html:
+        cost = statistics.median((h - p) / max(c - p, 1e-9)
+                                 for h, c, p in zip(html, changed, plain))
+        print(f"dump_hlo_pass_re=.* as HTML ({n_html:2d} pages)  {min(html) * 1000:8.1f} ms"
+              f"   ratio {statistics.median(h / p for h, p in zip(html, plain)):.2f}x")
+        print(f"HTML dump cost / text dump cost (time over the pipeline alone): {cost:.2f}")
 
 
 if __name__ == "__main__":

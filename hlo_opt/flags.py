@@ -99,6 +99,8 @@ class DebugOptions:
     xla_gpu_per_fusion_autotune_cache_dir: str = ""
     xla_gpu_strict_conv_algorithm_picker: bool = True
     xla_gpu_crash_on_verification_failures: bool = False
+    xla_gpu_experimental_autotune_cache_mode: str = "AUTOTUNE_CACHE_MODE_UPDATE"  # an enum
+    xla_gpu_require_complete_aot_autotune_results: bool = False
     xla_gpu_algorithm_denylist_path: str = ""
     xla_gpu_target_config_filename: str = ""
     xla_gpu_cuda_data_dir: str = "./cuda_sdk_lib"
@@ -159,6 +161,10 @@ class DebugOptions:
                 f" and --xla_enable_hlo_passes_only={','.join(self.xla_enable_hlo_passes_only)})")
         for name in _PASS_FILTER_FLAGS:
             parse_pass_filter(getattr(self, name), flag=name)
+        for name, allowed in _ENUMS.items():
+            if getattr(self, name) not in allowed:
+                raise FlagError(f"Invalid value for --{name}: {getattr(self, name)!r} "
+                                f"(expected one of {', '.join(allowed)})")
         for name, (lo, hi) in _RANGES.items():
             v = getattr(self, name)
             if not lo <= v <= hi:
@@ -185,7 +191,7 @@ class DebugOptions:
             elif isinstance(v, dict):
                 lines += [f"{name} {{ key: {_quote(k)} value: {_quote(str(x))} }}" for k, x in v.items()]
             else:
-                lines.append(f"{name}: {_scalar_text(v)}")
+                lines.append(f"{name}: {v if name in _ENUMS else _scalar_text(v)}")
         return "".join(line + "\n" for line in lines)
 
 
@@ -195,7 +201,14 @@ _KIND_OF_TYPE = {bool: "bool", int: "int", float: "float", str: "str", list[str]
                  dict[str, int]: "fuel", dict[str, str]: "map"}
 _KINDS = {f.name: _KIND_OF_TYPE[f.type] for f in dataclasses.fields(DebugOptions)}
 _PASS_FILTER_FLAGS = ("xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
-_RANGES = {"xla_gpu_autotune_level": (0, 5)}
+_RANGES = {"xla_gpu_autotune_level": (0, 5),
+           # int32 fields of DebugOptions that users set by hand
+           "xla_dump_max_hlo_modules": (-(2**31), 2**31 - 1)}
+_INT64 = (-(2**63), 2**63 - 1)  # every other integer flag is an int64 field
+# enum flags: proto enum names (XLA's setter); READ / UPDATE are accepted as short forms
+_ENUMS = {"xla_gpu_experimental_autotune_cache_mode": (
+    "AUTOTUNE_CACHE_MODE_UNSPECIFIED", "AUTOTUNE_CACHE_MODE_UPDATE", "AUTOTUNE_CACHE_MODE_READ",
+    "UPDATE", "READ")}
 _NOT_IN_PROTO = {"xla_fuel"}
 _WS = " \t\r\n"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -234,11 +247,14 @@ def _coerce(name: str, raw: "str | None", source: str):
         raise FlagError(f"Flag --{name} in {source} needs a value: write --{name}=VALUE")
     if kind == "int":
         if not _INT_RE.fullmatch(raw):
-            raise FlagError(f"Invalid value for --{name} in {source}: {raw!r} (expected an integer)")
-        value = int(raw)
-        if name in _RANGES and not _RANGES[name][0] <= value <= _RANGES[name][1]:
-            lo, hi = _RANGES[name]
-            raise FlagError(f"Invalid value for --{name} in {source}: {raw} (expected {lo} to {hi})")
+            raise FlagError(f"Invalid value for --{name} in {source}: {raw[:40]!r} "
+                            "(expected an integer)")
+        lo, hi = _RANGES.get(name, _INT64)
+        value = int(raw) if len(raw) <= 21 else None
+        if value is None or not lo <= value <= hi:
+            shown = raw if len(raw) <= 30 else f"{raw[:24]}... ({len(raw)} digits)"
+            raise FlagError(f"Invalid value for --{name} in {source}: {shown} "
+                            f"(expected {lo} to {hi})")
         return value
     if kind == "float":
         if not _FLOAT_RE.fullmatch(raw):
@@ -253,7 +269,7 @@ def _coerce(name: str, raw: "str | None", source: str):
         fuel = {}
         for item in raw.split(","):
             pass_name, eq, n = item.partition("=")
-            if not eq or not pass_name or not _INT_RE.fullmatch(n):
+            if not eq or not pass_name or not _INT_RE.fullmatch(n) or len(n) > 19:
                 raise FlagError(f"Illegal value for --xla_fuel in {source}: saw {raw!r}, but "
                                 f"expected token {item!r} to have format PASS=INTEGER")
             fuel[pass_name] = int(n)

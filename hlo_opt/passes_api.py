@@ -6,7 +6,9 @@ pipeline from ``passes/pipelines.py``.  The options become the module's
 ``config.debug_options`` (what its passes read).
 
 This is the app layer's entry point (with the CLI and ``commands/``): it connects pass
-and pipeline names to ``passes/``; the core below it never imports ``passes/``.  Dumps (``--xla_dump_to`` and friends), per-pass
+and pipeline names to ``passes/``; the core below it never imports ``passes/``.
+
+Dumps (``--xla_dump_to`` and friends), per-pass
 statistics, verification and ``--verify-no-change`` are all wired here; nothing prints
 except the optional plain-text summary.
 """
@@ -22,13 +24,13 @@ from passes.registry import create_pass
 from passes.registry import pass_names as _pass_names
 
 from .errors import PassError
-from .fileutil import write_atomic
+from .fileutil import write_output
 from .flags import DebugOptions
 from .ir.config import HloModuleConfig
 from .pipeline import Pipeline, PipelineRunner, ProgressEvent
 
-__all__ = ["TRANSFORMS_PIPELINE", "build_pipeline", "optimize", "pass_names",
-           "pipeline_names", "write_stats_json"]
+__all__ = ["TRANSFORMS_PIPELINE", "PipelineFactory", "build_pipeline", "optimize",
+           "pass_names", "pipeline_names", "write_stats_json"]
 
 TRANSFORMS_PIPELINE = "transforms_pipeline"
 
@@ -57,12 +59,47 @@ def build_pipeline(passes: "str | Iterable[str] | None" = None, pipeline: str | 
     raise PassError("nothing to run: give --passes or --pipeline")
 
 
+class PipelineFactory:
+    """Builds fresh pipelines from ``--passes`` / ``--pipeline`` for the libraries that run
+    a pipeline many times (:mod:`hlo_opt.triage`: ablate, bisect), in this process or in
+    worker processes (it pickles as its two strings).  Unknown names fail at once."""
+
+    def __init__(self, passes: "str | None" = None, pipeline: str | None = None):
+        if isinstance(passes, (list, tuple)):
+            passes = ",".join(passes)
+        self.passes = passes
+        self.pipeline = pipeline
+        build_pipeline(passes, pipeline)  # raises PassError for unknown names
+
+    @property
+    def label(self) -> str:
+        """The pipeline's name (``transforms_pipeline`` for ``--passes``)."""
+        return self.pipeline if self.pipeline is not None else TRANSFORMS_PIPELINE
+
+    def __call__(self, options: DebugOptions | None = None):
+        """A new pipeline built for ``options`` (the runner installs the same options in
+        the module's config, which is what the passes read)."""
+        return build_pipeline(self.passes, self.pipeline, config_for(options))
+
+    def single(self, name: str, options: DebugOptions | None = None):
+        """``--passes NAME``: the one registered pass (for reproducers)."""
+        return build_pipeline(name, None, config_for(options))
+
+    def __repr__(self):
+        return f"PipelineFactory(passes={self.passes!r}, pipeline={self.pipeline!r})"
+
+
+def config_for(options: DebugOptions | None) -> HloModuleConfig:
+    """The module config a pipeline is built for: ``options`` on the default device."""
+    return HloModuleConfig(debug_options=options if options is not None else DebugOptions())
+
+
 def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=None,
              verify_no_change: bool = False, stats_path: str | None = None,
              summary: bool = False, *, module_id: int = 0,
              progress: Callable[[ProgressEvent], None] | None = None,
              on_stats: Callable | None = None, dump_directory=None,
-             verifier="default"):
+             verifier="default", autotune=None, observer=None):
     """Run ``passes`` (comma list or names) or the named ``pipeline`` on ``module`` in place;
     returns the module.
 
@@ -72,6 +109,10 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     ``module_%04d.<name>.pass_stats.json`` is written next to the dumps.  ``on_stats``
     receives the :class:`~hlo_opt.dump.stats.PassStats`; without it, ``summary`` prints a
     plain-text table on stderr.  ``stats_path`` writes this module's JSON (``-``: stderr).
+    ``autotune``: an :class:`~hlo_opt.autotune.AutotuneSession` the algorithm pickers use
+    (none: they change nothing); its counters go into the stats, and its results file
+    (``--xla_gpu_dump_autotune_results_to``) is rewritten after the run.
+    ``observer`` is told about every pass invocation (see :class:`PipelineRunner`).
     """
     from .dump.naming import (AFTER_OPTIMIZATION, AFTER_OPTIMIZATIONS, BEFORE_OPTIMIZATION,
                               BEFORE_OPTIMIZATIONS)
@@ -79,7 +120,8 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     from .dump.writer import DumpConfig, DumpDirectory, ModuleDumper
 
     options = options if options is not None else DebugOptions()
-    module.config = module.config.replace(debug_options=options)  # what the passes read
+    module.config = module.config.replace(debug_options=options,  # what the passes read
+                                          autotune=autotune)
     if getattr(options, "xla_gpu_target_config_filename", ""):  # XLA's deviceless target
         from .backends.cuda.target import read_specs
         module.config = module.config.replace(
@@ -95,11 +137,16 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     dumper.dump_module(module, BEFORE_OPTIMIZATION if singular else BEFORE_OPTIMIZATIONS)
     runner = PipelineRunner(options, verifier=verifier, verify_no_change=verify_no_change,
                             dumper=dumper if dumping else None, stats=stats,
-                            progress=progress)
+                            progress=progress, observer=observer)
     t0 = time.perf_counter()
+    tuned_before = autotune.stats.to_json() if autotune is not None else None
     runner.run(pipe, module)
+    if autotune is not None:
+        autotune.finish()
     if stats is not None:
         stats.total_ms = (time.perf_counter() - t0) * 1000.0
+        if autotune is not None:
+            stats.autotune = _stats_delta(tuned_before, autotune.stats.to_json())
         stats.module_name = module.name
     dumper.dump_module(module, AFTER_OPTIMIZATION if singular else AFTER_OPTIMIZATIONS)
     if stats is not None:
@@ -114,6 +161,19 @@ def optimize(module, options: DebugOptions | None = None, passes=None, pipeline=
     return module
 
 
+def _stats_delta(before: dict, after: dict) -> dict:
+    """This module's share of a session's counters (a session may span modules)."""
+    out = dict(after)
+    for k in ("instructions", "tuned", "cache_hits", "measurements"):
+        out[k] = after[k] - before[k]
+    out["tuning_ms"] = round(after["tuning_ms"] - before["tuning_ms"], 3)
+    out["failed_candidates"] = {k: v - before["failed_candidates"].get(k, 0)
+                                for k, v in after["failed_candidates"].items()
+                                if v - before["failed_candidates"].get(k, 0)}
+    out["warnings"] = after["warnings"][len(before["warnings"]):]
+    return out
+
+
 def write_stats_json(path: str, stats_list: list) -> None:
     """One module: its JSON object; several: a JSON list of them.  ``-`` writes to stderr."""
     import json
@@ -122,4 +182,4 @@ def write_stats_json(path: str, stats_list: list) -> None:
     if path == "-":
         sys.stderr.write(text)
     else:
-        write_atomic(path, text)
+        write_output(path, text)

@@ -11,7 +11,11 @@ never print, verify, dump or time themselves; :class:`PipelineRunner` does, in o
   the module; a failure is a :class:`PassError` ending in ``Failed after <pass>``,
 - ``--verify-no-change``: a pass that reported no change must leave the module fingerprint
   unchanged,
-- timing, per-pass statistics, the between-passes dump hook and a progress callback.
+- timing, per-pass statistics, the between-passes dump hook and a progress callback,
+- an observer told before and after every leaf pass invocation (:class:`PassInvocation`:
+  pipeline path, pass id, global and per-pipeline occurrence numbers as the filters count
+  them, fixpoint iteration): ``hlo-opt ablate`` and ``bisect`` are built on it,
+- compiler fuel (``--xla_fuel=PASS=N``, :mod:`hlo_opt.fuel`) for the whole run.
 
 This module imports neither click nor rich.
 """
@@ -20,16 +24,17 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from .errors import HloError, PassError
 from .flags import DebugOptions, matches_any, parse_pass_filter
+from .fuel import FuelPool, fuel_scope
 from .relaxed_gc import relaxed_gc
 
 __all__ = [
-    "DEFAULT_FIX_ITERATIONS", "PIPELINE_END", "PIPELINE_START", "Fixpoint", "Pipeline",
-    "PipelineRunner", "ProgressEvent", "module_fingerprint", "run_pipeline",
+    "DEFAULT_FIX_ITERATIONS", "PIPELINE_END", "PIPELINE_START", "Fixpoint", "PassInvocation",
+    "Pipeline", "PipelineRunner", "ProgressEvent", "module_fingerprint", "run_pipeline",
 ]
 
 PIPELINE_START = "pipeline-start"
@@ -157,6 +162,29 @@ class ProgressEvent:
     iteration: int
 
 
+@dataclass(frozen=True)
+class PassInvocation:
+    """One run of a leaf pass, as the observer sees it.  ``global_occurrence`` and
+    ``pipeline_occurrence`` are the numbers the ``name:N`` / ``pipeline/name:N`` filters
+    match (a fixpoint's iterations share its item's numbers); ``index`` counts the leaf
+    invocations of the runner from 0."""
+
+    index: int
+    pipeline_path: tuple[str, ...]
+    pass_name: str
+    pass_id: int
+    global_occurrence: int
+    pipeline_occurrence: int
+    iteration: int
+    pass_obj: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def occurrence(self) -> str:
+        """The filter entry that selects this invocation: ``pipeline/name:N``."""
+        parent = self.pipeline_path[-1] if self.pipeline_path else ""
+        return f"{parent}/{self.pass_name}:{self.pipeline_occurrence}"
+
+
 def _default_verifier(module) -> None:
     from .api import verify
     verify(module)
@@ -170,7 +198,10 @@ class PipelineRunner:
     ``between_passes(module, pipeline, after, before, changed) -> (step, files) | None``
     (see :class:`hlo_opt.dump.ModuleDumper`).  ``stats``: a
     :class:`hlo_opt.dump.stats.PassStats` or None.  ``progress``: called with a
-    :class:`ProgressEvent` before each leaf pass.
+    :class:`ProgressEvent` before each leaf pass.  ``observer``: an object with
+    ``before_pass(invocation, module)`` and ``after_pass(invocation, module, changed)``
+    (both optional), called around each leaf pass with a :class:`PassInvocation`.
+    ``DebugOptions.xla_fuel`` gives passes their fuel (one pool for all ``run`` calls).
 
     Like XLA's per-module pass metadata, a runner numbers pass ids and counts global pass
     occurrences (for ``name:N`` and ``@ID`` filters) across all its ``run`` calls: use one
@@ -179,7 +210,12 @@ class PipelineRunner:
 
     def __init__(self, options: DebugOptions | None = None, *, verifier="default",
                  verify_no_change: bool = False, dumper=None, stats=None,
-                 progress: Callable[[ProgressEvent], None] | None = None):
+                 progress: Callable[[ProgressEvent], None] | None = None, observer=None):
+        self.observer = observer
+        self._before = getattr(observer, "before_pass", None)
+        self._after = getattr(observer, "after_pass", None)
+        self._item = (0, 0, 0)  # (global occurrence, pipeline occurrence, pass id) running
+        self.fuel_pool: FuelPool | None = None
         self.verifier = _default_verifier if verifier == "default" else verifier
         self.dumper = dumper
         self.stats = stats
@@ -190,6 +226,7 @@ class PipelineRunner:
         self._leaf_index = 0
         self._total = 0
         self._last_record = None
+        self._last_changed_record = None
         self._iteration = 0  # iteration of the innermost running fixpoint
         self._install = options is not None
         self.options: DebugOptions | None = None
@@ -208,6 +245,7 @@ class PipelineRunner:
         if self._disable and self._enable:
             raise PassError("Cannot set both --xla_disable_hlo_passes and "
                             "--xla_enable_hlo_passes_only.")
+        self.fuel_pool = FuelPool(opts.xla_fuel) if opts.xla_fuel else None
 
     # -- entry point --
     def run(self, pipeline, module) -> bool:
@@ -225,8 +263,12 @@ class PipelineRunner:
         if not isinstance(pipeline, Pipeline):
             pipeline = Pipeline(getattr(pipeline, "name", "pipeline"), [pipeline])
         self._total = sum(1 for _ in pipeline.leaves())
-        with relaxed_gc():
-            return self._run_pipeline(pipeline, module, (), top=True)
+        with relaxed_gc(), fuel_scope(self.fuel_pool):
+            changed = self._run_pipeline(pipeline, module, (), top=True)
+        if self.fuel_pool is not None and self.fuel_pool.unused():
+            log.warning("--xla_fuel names pass(es) that never asked for fuel (not run, or "
+                        "they do not support fuel): %s", ", ".join(self.fuel_pool.unused()))
+        return changed
 
     # -- pipelines --
     def _run_pipeline(self, pipeline: Pipeline, module, parent: tuple[str, ...],
@@ -246,11 +288,11 @@ class PipelineRunner:
         for i, item in enumerate(items):
             pass_id = self._next_pass_id
             self._next_pass_id += 1
+            g = self._global_occurrence[item.name]
+            self._global_occurrence[item.name] += 1
+            p = pipeline_occurrence[item.name]
+            pipeline_occurrence[item.name] += 1
             if filtering:
-                g = self._global_occurrence[item.name]
-                self._global_occurrence[item.name] += 1
-                p = pipeline_occurrence[item.name]
-                pipeline_occurrence[item.name] += 1
                 skip = None
                 if self._disable and matches_any(self._disable, list(path), item.name, g, p,
                                                  pass_id):
@@ -263,9 +305,13 @@ class PipelineRunner:
                     if self.stats is not None:
                         self.stats.skip(path, item.name, skip)
                     continue
-            self._last_record = None
+            self._last_record = self._last_changed_record = None
+            self._item = (g, p, pass_id)
             item_changed = self._run_item(item, module, path)
-            record = self._last_record if not item_is_pipeline(item) else None
+            # a fixpoint's dump belongs to the iteration that changed the module, not to
+            # the last (no-op) one
+            record = (self._last_changed_record or self._last_record) \
+                if not item_is_pipeline(item) else None
             nxt = items[i + 1].name if i + 1 < len(items) else PIPELINE_END
             self._dump(module, pipeline.name, item.name, nxt, item_changed, record)
             changed |= item_changed
@@ -320,6 +366,13 @@ class PipelineRunner:
         self._leaf_index += 1
         if self.progress is not None:
             self.progress(ProgressEvent(self._leaf_index, self._total, path, p.name, iteration))
+        invocation = None
+        if self.observer is not None:
+            g, po, pass_id = self._item
+            invocation = PassInvocation(self._leaf_index - 1, path, p.name, pass_id, g, po,
+                                        iteration, p)
+            if self._before is not None:
+                self._before(invocation, module)
         fingerprint = self._check_silent or self._check_noop
         before = module_fingerprint(module) if fingerprint else 0
         snapshot = self.stats.begin(module) if self.stats is not None else None
@@ -347,8 +400,12 @@ class PipelineRunner:
         if self.stats is not None:
             self._last_record = self.stats.end(snapshot, module, path, p.name, iteration,
                                                changed, wall_ms)
+            if changed:
+                self._last_changed_record = self._last_record
         if changed:
             self._verify(module, p.name)
+        if self._after is not None:
+            self._after(invocation, module, changed)
         return changed
 
     # -- hooks --

@@ -25,11 +25,13 @@ run after every pass that changes the module.
 from __future__ import annotations
 
 
-from .errors import HloVerifyError
+from .errors import QUOTE_LIMIT, HloVerifyError, quote
 from .ir.opcodes import OPCODES, VARIADIC
 from .ir.shape import Shape
 from .ir.types import is_float
 from .shape_inference import CannotInfer, ShapeError, compatible, infer_shape
+from .text.source_map import location_of
+from .verifier_checks import instruction_problems
 
 MAX_ERRORS = 50
 
@@ -63,12 +65,15 @@ class _Errors:
         self.total += 1
         if len(self.items) >= self.cap:
             return
-        where = f"computation %{comp.name}" if comp is not None else "module"
+        where = f"computation %{quote(comp.name, 80)}" if comp is not None else "module"
+        message = quote(message, QUOTE_LIMIT * 2)
         if inst is None:
             self.items.append(f"{where}: {message}")
             return
-        self.items.append(f"{where}, instruction %{inst.name}: {message}\n    "
-                          f"{_inst_text(inst)}")
+        located = location_of(inst)
+        prefix = f"{located}: " if located else ""
+        self.items.append(f"{prefix}{where}, instruction %{quote(inst.name, 80)}: {message}"
+                          f"\n    {quote(_inst_text(inst), QUOTE_LIMIT * 2)}")
 
 
 def _inst_text(inst) -> str:
@@ -165,11 +170,11 @@ def _verify_fused_computation(comp, callers, errors: _Errors) -> None:
                    f"{len(callers)} fusion instructions (%{callers[0].name}, "
                    f"%{callers[1].name}); each fusion needs its own")
     root = comp.root
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst is root:
-            if inst._users:
+            if inst.user_count:
                 errors.add(comp, inst, "the root of a fused computation may not have users")
-        elif not inst._users:
+        elif not inst.user_count:
             errors.add(comp, inst, "non-root instruction of a fused computation has no "
                        "users")
 
@@ -201,7 +206,7 @@ def _check_call_graph_acyclic(comps, comp_set, errors: _Errors) -> None:
 # ---- computation ----------------------------------------------------------------------
 def _verify_computation(comp, comp_set, entry, names: dict, errors: _Errors,
                         fusions: dict) -> None:
-    insts = comp._instructions
+    insts = comp.instructions_view()
     root = comp.root
     if root is None:
         errors.add(comp, None, "computation has no root instruction")
@@ -242,7 +247,7 @@ def _verify_parameters(comp, params_seen, errors: _Errors) -> None:
         if p is None:
             errors.add(comp, None, f"parameter number {n} is missing (numbers must be "
                        f"0..{len(params) - 1})")
-        elif p not in comp._instructions:
+        elif p not in comp:
             errors.add(comp, p, f"parameter {n} is not an instruction of the computation")
         elif p.opcode != "parameter":
             errors.add(comp, p, f"parameter slot {n} holds a {p.opcode}")
@@ -267,7 +272,7 @@ def _verify_parameters(comp, params_seen, errors: _Errors) -> None:
 def _check_acyclic(comp, errors: _Errors) -> None:
     """Operands (and control predecessors) must form a DAG."""
     state: dict[int, int] = {}
-    for start in comp._instructions:
+    for start in comp.iter_instructions():
         if id(start) in state:
             continue
         state[id(start)] = 1
@@ -313,19 +318,19 @@ def _verify_instruction(inst, comp, comp_set, entry, names, errors, operand_sets
         errors.add(comp, inst, f"{inst.opcode} takes {arity} operand(s), has "
                    f"{len(inst.operands)}")
         ok = False
-    insts = comp._instructions
+    insts = comp.instructions_view()
     for i, op in enumerate(inst.operands):
         if op.parent is not comp or op not in insts:
             where = op.parent.name if op.parent is not None else "no computation"
             errors.add(comp, inst, f"operand {i} (%{op.name}) belongs to {where}, not to "
                        "this computation")
             ok = False
-        elif inst not in op._users:
+        elif not op.has_user(inst):
             errors.add(comp, inst, f"operand {i} (%{op.name}) does not list this "
                        "instruction among its users")
         if op.shape is None:
             ok = False
-    for user in inst._users:
+    for user in inst.iter_users():
         if user.parent is not comp or user not in insts:
             errors.add(comp, inst, f"user %{user.name} is not in this computation")
             continue
@@ -345,6 +350,10 @@ def _verify_instruction(inst, comp, comp_set, entry, names, errors, operand_sets
         if p.parent is not comp or p not in insts:
             errors.add(comp, inst, f"control predecessor %{p.name} is not in this "
                        "computation")
+    if not inst.called and inst.called_attr is not None and inst.opcode != "custom-call":
+        attr = inst.called_attr if isinstance(inst.called_attr, str) else inst.called_attr[0]
+        errors.add(comp, inst, f"{attr}= names no computation")
+        ok = False
     if inst.called:
         if inst.opcode not in CALLERS:
             errors.add(comp, inst, f"{inst.opcode} cannot call computations")
@@ -377,6 +386,10 @@ def _verify_shape(inst, comp, errors: _Errors) -> None:
                    f"the inferred shape {inferred.to_text(False)}")
     if inst.opcode not in _MIXED_PRECISION_OK:
         _check_mixed_precision(inst, comp, errors)
+    if inst.opcode == "custom-call" or "replica_groups" in inst.attrs or \
+            "backend_config" in inst.attrs:
+        for problem in instruction_problems(inst):
+            errors.add(comp, inst, problem)
 
 
 def _check_mixed_precision(inst, comp, errors: _Errors) -> None:

@@ -25,8 +25,7 @@ _CARRIED_ATTRS = ("metadata", "sharding", "frontend_attributes")
 
 def non_fusion_computations(module) -> list[Computation]:
     """XLA's ``MakeNonfusionComputations``: every computation no fusion calls."""
-    fused = module.fusion_computations()
-    return [c for c in module.computations if c not in fused]
+    return module.nonfusion_computations()
 
 
 def replace_instruction(comp: Computation, old, new, fresh: bool = True) -> None:

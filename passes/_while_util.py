@@ -179,14 +179,13 @@ def trip_count(w: Instruction):
 
 
 def has_side_effects(comp: Computation, _seen=None) -> bool:
-    from .constant_folding import has_side_effect
     seen = _seen if _seen is not None else set()
     if comp in seen:
         return False
     seen.add(comp)
     for i in comp.instructions:
-        if has_side_effect(i) or i.opcode in ("rng", "rng-bit-generator",
-                                              "rng-get-and-update-state"):
+        if i.has_side_effect_no_recurse() or i.opcode in ("rng", "rng-bit-generator",
+                                                          "rng-get-and-update-state"):
             return True
         if any(has_side_effects(c, seen) for c in i.called):
             return True
@@ -205,7 +204,7 @@ def inline(caller: Computation, callee: Computation, args, builder=None) -> Inst
         new = Instruction(inst.opcode, inst.shape, [m[o] for o in inst.operands],
                           {k: v for k, v in inst.attrs.items() if k != "control-predecessors"},
                           inst.name, inst.payload, inst.called, inst.called_attr)
-        new._literal = inst._literal
+        new.cache_literal(inst.cached_literal)
         caller.add_instruction(new)
         if builder is not None:
             builder.created.append(new)

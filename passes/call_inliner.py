@@ -23,7 +23,7 @@ _NOT_INLINEABLE_RE = re.compile(r'\binlineable\s*=\s*"false"')
 def _async_computations(module) -> set:
     out = set()
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode.startswith("async-"):
                 out.update(inst.called)
     return out
@@ -59,7 +59,7 @@ def inline_call(call, ctrl_successors: set | None = None) -> dict:
         clone = Instruction(inst.opcode, inst.shape, [mapping[o] for o in inst.operands],
                             dict(inst.attrs), inst.name, inst.payload, called,
                             inst.called_attr)
-        clone._literal = inst._literal
+        clone.cache_literal(inst.cached_literal)
         outer.add_instruction(clone, inst.name)
         clone.control_predecessors = [mapping[p] for p in inst.control_predecessors
                                       if mapping[p].parent is outer]
@@ -70,7 +70,7 @@ def inline_call(call, ctrl_successors: set | None = None) -> dict:
         mapping[inst] = clone
     new_root = mapping[callee.root]
     if call in ctrl_successors:
-        for user in outer._instructions:
+        for user in outer.iter_instructions():
             if call in user.control_predecessors:
                 user.control_predecessors = [new_root if p is call else p
                                              for p in user.control_predecessors]
@@ -78,11 +78,7 @@ def inline_call(call, ctrl_successors: set | None = None) -> dict:
     call.replace_all_uses_with(new_root)
     call.control_predecessors = []
     if call.user_count == 0 and call is not outer.root:
-        call.detach_operands()
-        del outer._instructions[call]
-        if outer.module is not None:
-            outer.module.release_name(call.name)
-        call.parent = None
+        outer.remove_instruction(call)
     return mapping
 
 

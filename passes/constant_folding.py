@@ -18,17 +18,11 @@ from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.module import HloModule
-from hlo_opt.ir.opcodes import SIDE_EFFECTING
+from hlo_opt.ir.opcodes import IMPURE
 
 from hlo_opt.rewrite.rules import control_successors, remove_dead
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
-
-
-def has_side_effect(inst: Instruction) -> bool:
-    if inst.opcode in SIDE_EFFECTING:
-        return True
-    return inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect") == "true"
 
 
 def _any_operand_constant(inst) -> bool:
@@ -75,7 +69,9 @@ class _Foldability:
                 self.comp_ok[c] = ok
             if not ok:
                 return False
-        if op in ("after-all", "rng") or has_side_effect(inst):
+        # never folded: side effects (XLA's HasSideEffect) and what is not a pure
+        # function of its operands (the evaluator cannot run it at compile time)
+        if op in IMPURE or inst.has_side_effect():
             return False
         if inst.control_predecessors:
             return False
@@ -103,9 +99,8 @@ def evaluate(inst: Instruction):
         if c is None:
             c = Instruction(i.opcode, i.shape, [copy(o) for o in i.operands], dict(i.attrs),
                             i.name, i.payload, i.called, i.called_attr)
-            c._literal = i._literal
-            c.parent = comp
-            comp._instructions[c] = None
+            c.cache_literal(i.cached_literal)
+            comp.link(c)
             copies[i] = c
         return c
     comp.root = copy(inst)
@@ -154,19 +149,19 @@ class HloConstantFolding:
         nothing to fold costs no post order.  Folding only makes constants where there
         was a candidate already, so none here means the loop would change nothing."""
         aggressive = self.aggressive
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode in _NEVER_FOLDED or not inst.operands and not aggressive:
                 continue
             if not aggressive and not _any_operand_constant(inst):
                 continue
-            if (inst._users or inst.is_root) and _all_operands_constant_like(inst):
+            if (inst.user_count or inst.is_root) and _all_operands_constant_like(inst):
                 return True
         return False
 
     def run(self, module) -> bool:
         self.folded = 0
         foldable = _Foldability(self.aggressive)
-        skip = {c for comp in module.computations for i in comp._instructions if i.called
+        skip = {c for comp in module.computations for i in comp.iter_instructions() if i.called
                 and (i.opcode == "fusion" or (i.opcode == "call" and
                                               i.attrs.get("is_composite") == "true"))
                 for c in i.called}
@@ -195,7 +190,7 @@ class HloConstantFolding:
                 new = comp.add("constant", lit.shape.with_layout(inst.shape.layout)
                                if lit.shape.is_array() else inst.shape,
                                payload=lit.to_text())
-                new._literal = Literal(new.shape, lit.array, lit.elements)
+                new.cache_literal(Literal(new.shape, lit.array, lit.elements))
                 inst.replace_all_uses_with(new)
                 remove_dead(comp, inst, ctrl)
                 self.folded += 1

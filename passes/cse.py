@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import struct
 
-from .dce import (_MAYBE_SIDE_EFFECTING, SideEffects, control_successor_set,
-                  has_side_effect_no_recurse, remove_instruction_and_unused_operands)
+from hlo_opt.ir.opcodes import SIDE_EFFECT_POSSIBLE
+from hlo_opt.fuel import consume_fuel
 from hlo_opt.relaxed_gc import relaxed_gc
+
+from .dce import SideEffects, control_successor_set, remove_instruction_and_unused_operands
 
 # HloOpcodeIsBinaryCommutative
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
@@ -105,7 +107,7 @@ def _combine_constants(comp) -> bool:
     seen: dict = {}
     changed = False
     ctrl = None
-    for inst in list(comp._instructions):
+    for inst in comp.instructions:
         if inst.opcode != "constant" or inst.parent is not comp:
             continue
         key = _constant_key(inst)
@@ -118,6 +120,8 @@ def _combine_constants(comp) -> bool:
         if ctrl is None:
             ctrl = control_successor_set(comp)
         if inst.control_predecessors or inst in ctrl:
+            continue
+        if not consume_fuel("cse", lambda: f"constant %{inst.name} => %{first.name}"):
             continue
         inst.replace_all_uses_with(first)
         if inst.user_count == 0 and inst is not comp.root:
@@ -164,6 +168,9 @@ def _dedupe_iota_operands(inst, comp) -> bool:
             b = ops[j]
             if b is a or b.opcode != "iota" or _iota_id(a) != _iota_id(b):
                 continue
+            if not consume_fuel("cse", lambda: f"operand {j} of %{inst.name}: iota "
+                                              f"%{b.name} => %{a.name}"):
+                continue
             inst.replace_operand(j, a)
             changed = True
             if b.user_count == 0 and b is not comp.root and not b.control_predecessors:
@@ -179,10 +186,10 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
     otherwise be equal (see :func:`run_cse`); None computes every key at once."""
     constants = 0
     has_ctrl = False
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.opcode == "constant":
             constants += 1
-        if inst._control_predecessors:
+        if inst.control_predecessors:
             has_ctrl = True
     # one constant has nothing to merge with
     changed = _combine_constants(comp) if constants > 1 else False
@@ -197,7 +204,7 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
         if not inst.operands and inst.opcode not in ("partition-id", "replica-id"):
             continue
         called = inst.called
-        if inst.opcode in _NEVER_IDENTICAL or has_side_effect_no_recurse(inst) or (
+        if inst.opcode in _NEVER_IDENTICAL or inst.has_side_effect_no_recurse() or (
                 called and effects.instruction(inst)):
             continue
         if inst.control_predecessors or inst in ctrl:
@@ -214,6 +221,8 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
                 representatives[key] = inst
                 changed |= _dedupe_iota_operands(inst, comp)
                 continue
+        if not consume_fuel("cse", lambda: f"%{inst.name} => %{rep.name}"):
+            continue
         inst.replace_all_uses_with(rep)
         remove_instruction_and_unused_operands(comp, inst, effects, ctrl)
         changed = True
@@ -231,17 +240,17 @@ def _distinct_keys(comp, effects: SideEffects, comp_keys: _ComputationKeys, defe
     all, have nothing to merge: this skips their post order.)"""
     seen = set()
     commutative = _COMMUTATIVE
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         ops = inst.operands
         op = inst.opcode
         if not ops and op not in ("partition-id", "replica-id"):
             continue
         called = inst.called
-        if op in _NEVER_IDENTICAL or (op in _MAYBE_SIDE_EFFECTING and
-                                      has_side_effect_no_recurse(inst)) or (
+        if op in _NEVER_IDENTICAL or (op in SIDE_EFFECT_POSSIBLE and
+                                      inst.has_side_effect_no_recurse()) or (
                 called and effects.instruction(inst)):
             continue
-        if inst._control_predecessors or inst in ctrl:
+        if inst.control_predecessors or inst in ctrl:
             continue
         iotas = 0
         for o in ops:
@@ -338,7 +347,7 @@ def _call_graph(module) -> tuple[dict, dict]:
     callees: dict = {}
     for comp in module.computations:
         mine = None
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             called = inst.called
             if called:
                 if mine is None:

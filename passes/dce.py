@@ -17,42 +17,8 @@ by the other simplifiers.
 """
 from __future__ import annotations
 
+from hlo_opt.ir.opcodes import SIDE_EFFECT_POSSIBLE
 from hlo_opt.ir.shape import Shape
-
-
-# HloInstruction::HasSideEffectNoRecurse, unconditional cases.
-_ALWAYS_SIDE_EFFECTING = frozenset({
-    "send", "send-done", "recv", "recv-done", "infeed", "outfeed", "rng",
-    "rng-get-and-update-state", "all-reduce-start", "all-reduce-done", "all-gather-start",
-    "all-gather-done", "collective-broadcast", "collective-permute-start",
-    "collective-permute-done",
-})
-_LAYOUT_CONSTRAINED_COLLECTIVES = frozenset({"all-to-all", "all-gather", "all-reduce",
-                                             "reduce-scatter"})
-
-
-# every opcode has_side_effect_no_recurse can say yes to
-_MAYBE_SIDE_EFFECTING = _ALWAYS_SIDE_EFFECTING | _LAYOUT_CONSTRAINED_COLLECTIVES | {
-    "collective-permute", "custom-call"}
-
-
-def _attr_true(inst, name: str) -> bool:
-    return inst.attrs.get(name, "").strip() == "true"
-
-
-def has_side_effect_no_recurse(inst) -> bool:
-    op = inst.opcode
-    if op in _ALWAYS_SIDE_EFFECTING:
-        return True
-    if op in _LAYOUT_CONSTRAINED_COLLECTIVES and _attr_true(inst, "constrain_layout"):
-        return True
-    if op in _LAYOUT_CONSTRAINED_COLLECTIVES or op == "collective-permute":
-        # Channel collectives are side effecting outside SPMD programs; we cannot tell
-        # the two apart from the text, so keep them (the safe reading).
-        return "channel_id" in inst.attrs
-    if op == "custom-call":
-        return _attr_true(inst, "custom_call_has_side_effect")
-    return False
 
 
 class SideEffects:
@@ -67,9 +33,9 @@ class SideEffects:
         if cached is None:
             self._comp[comp] = False  # recursion guard (call graphs are acyclic anyway)
             cached = False
-            maybe = _MAYBE_SIDE_EFFECTING
-            for i in comp._instructions:  # any(self.instruction(i) ...), inlined
-                if i.opcode in maybe and has_side_effect_no_recurse(i):
+            maybe = SIDE_EFFECT_POSSIBLE
+            for i in comp.iter_instructions():  # any(self.instruction(i) ...), inlined
+                if i.opcode in maybe and i.has_side_effect_no_recurse():
                     cached = True
                     break
                 if i.called and any(self.computation(c) for c in i.called):
@@ -79,19 +45,19 @@ class SideEffects:
         return cached
 
     def instruction(self, inst) -> bool:
-        if has_side_effect_no_recurse(inst):
+        if inst.has_side_effect_no_recurse():
             return True
         return any(self.computation(c) for c in inst.called)
 
 
 def has_side_effect(inst) -> bool:
-    return SideEffects().instruction(inst)
+    return inst.has_side_effect()
 
 
 def control_successor_set(comp) -> set:
     """Instructions of ``comp`` that are some instruction's control predecessor."""
     out = set()
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.control_predecessors:
             out.update(inst.control_predecessors)
     return out
@@ -99,11 +65,7 @@ def control_successor_set(comp) -> set:
 
 def _detach(comp, inst) -> None:
     """Remove ``inst`` (no users, not root, no control successors) in O(operands)."""
-    inst.detach_operands()
-    del comp._instructions[inst]
-    if comp.module is not None:
-        comp.module.release_name(inst.name)
-    inst.parent = None
+    comp.remove_instruction(inst)
 
 
 def remove_instruction_and_unused_operands(comp, inst, effects: SideEffects | None = None,
@@ -154,8 +116,8 @@ def can_remove(inst, comp, effects: SideEffects, ctrl_successors: set) -> bool:
 
 def _remove_dead_roots(comp, effects: SideEffects) -> bool:
     root = comp.root
-    for inst in comp._instructions:
-        if not inst._users and inst is not root and inst.opcode != "parameter":
+    for inst in comp.iter_instructions():
+        if not inst.user_count and inst is not root and inst.opcode != "parameter":
             break
     else:
         return False  # nothing unused: nothing can_remove() would take
@@ -212,7 +174,7 @@ def call_counts(module) -> dict:
     """computation -> number of instructions calling it (call sites)."""
     counts: dict = {}
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             for callee in inst.called:
                 counts[callee] = counts.get(callee, 0) + 1
     return counts
@@ -220,7 +182,7 @@ def call_counts(module) -> dict:
 
 def run_dce_on_computation(comp, effects: SideEffects, callers: dict) -> bool:
     changed = False
-    fusions = [i for i in comp._instructions if i.opcode == "fusion" and i.called]
+    fusions = [i for i in comp.iter_instructions() if i.opcode == "fusion" and i.called]
     if fusions:
         ctrl = control_successor_set(comp)
         for inst in fusions:
@@ -239,7 +201,7 @@ def run_dce(module) -> bool:
     while agenda:
         comp = agenda.pop()
         changed |= run_dce_on_computation(comp, effects, callers)
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             for callee in inst.called:
                 if callee not in reached:
                     reached.add(callee)

@@ -287,10 +287,10 @@ def merge_dots(comp, max_size: int, can_merge) -> bool:
     def candidate(d) -> bool:
         return _bytes(d.shape) + sum(_bytes(o.shape) for o in d.operands) <= max_size
 
-    uid = {inst: i for i, inst in enumerate(comp._instructions)}
-    ctrl_succ = {p for i in comp._instructions for p in i.control_predecessors}
+    uid = {inst: i for i, inst in enumerate(comp.iter_instructions())}
+    ctrl_succ = {p for i in comp.iter_instructions() for p in i.control_predecessors}
     classes: dict = {}
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.opcode != "dot" or len(inst.operands) != 2 \
                 or inst.control_predecessors or inst in ctrl_succ:
             continue
@@ -334,11 +334,7 @@ def merge_dots(comp, max_size: int, can_merge) -> bool:
                 dots[i] = merged
                 dots[j] = None
     for inst in dead:  # HloComputation::RemoveInstruction (no control edges: checked above)
-        inst.detach_operands()
-        del comp._instructions[inst]
-        if comp.module is not None:
-            comp.module.release_name(inst.name)
-        inst.parent = None
+        comp.remove_instruction(inst)
     return bool(dead)
 
 

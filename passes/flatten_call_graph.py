@@ -51,7 +51,7 @@ def clone_into_module(module, comp):
     are cloned too (a fusion computation has exactly one fusion instruction, as
     ``HloComputation::Clone`` keeps it); other callees are shared."""
     new = clone_computation(comp, {}, add_suffix(comp.name))
-    for inst in new._instructions:
+    for inst in new.iter_instructions():
         inst.name = add_suffix(inst.name)
         if inst.opcode == "fusion" and inst.called:
             inst.called = [clone_into_module(module, c) for c in inst.called]
@@ -64,7 +64,7 @@ def _call_sites(module) -> dict:
     """computation -> [(instruction, context)] in module/instruction order (CallGraph)."""
     sites: dict = {c: [] for c in module.computations}
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             ctx = _call_context(inst.opcode)
             for callee in dict.fromkeys(inst.called):
                 sites.setdefault(callee, []).append((inst, ctx))
@@ -93,7 +93,7 @@ def _flatten_node(module, comp, sites: list) -> bool:
         worklist = [clone]
         while worklist:
             current = worklist.pop()
-            for sub in list(current._instructions):
+            for sub in current.instructions:
                 if _call_context(sub.opcode) != "control":
                     continue
                 clones = {c: clone_into_module(module, c) for c in dict.fromkeys(sub.called)}

@@ -44,6 +44,7 @@ from passes.gpu.cublas_pad_for_gemms import CublasPadForGemms
 from passes.gpu.cudnn_pad_for_convolutions import CudnnPadForConvolutions
 from passes.gpu.cudnn_vectorize_convolutions import CudnnVectorizeConvolutions
 from passes.gpu.fused_conv_rewriter import CudnnFusedConvRewriter
+from passes.gpu.fusion_launch_autotuner import FusionLaunchAutotuner
 from passes.gpu.fusion_merger import FusionMerger
 from passes.gpu.gemm_broadcast_folding_rewriter import GemmBroadcastFoldingRewriter
 from passes.gpu.gemm_rewriter import GemmRewriter
@@ -69,6 +70,7 @@ from passes.scatter_expander import ScatterExpander
 from passes.simplify_sorts import SortSimplifier
 from passes.slice_sinker import SliceSinker
 from passes.stable_sort_expander import StableSortExpander
+from passes.test_only import TestOnlyBreakVerifier, TestOnlyCrash, TestOnlyMiscompile
 from passes.transpose_folding import TransposeFolding
 from passes.tuple_simplifier import TupleSimplifier
 from passes.while_loop_constant_sinking import WhileLoopConstantSinking
@@ -111,6 +113,7 @@ PASSES: dict[str, type] = {
     "dynamic-index-splitter": DynamicIndexSplitter,
     "flatten-call-graph": FlattenCallGraph,
     "fusion": GpuInstructionFusion,
+    "fusion-launch-autotuner": FusionLaunchAutotuner,
     "fusion_merger": FusionMerger,
     "gemm-algorithm-picker": GemmAlgorithmPicker,
     "gemm-broadcast-folding-rewriter": GemmBroadcastFoldingRewriter,
@@ -139,6 +142,9 @@ PASSES: dict[str, type] = {
     "simplify-while-loops": WhileLoopSimplifier,
     "slice-sinker": SliceSinker,
     "stable-sort-expander": StableSortExpander,
+    "test-only-break-verifier": TestOnlyBreakVerifier,  # wrong on purpose: bisect's tests
+    "test-only-crash": TestOnlyCrash,
+    "test-only-miscompile": TestOnlyMiscompile,
     "transpose-folding": TransposeFolding,
     "triangular-solve-rewriter": TriangularSolveRewriter,
     "tuple-simplifier": TupleSimplifier,

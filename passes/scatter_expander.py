@@ -118,7 +118,7 @@ def call_and_get_output(module, original: Computation, index: int) -> Computatio
                            {k: v for k, v in inst.attrs.items()
                             if k != "control-predecessors"},
                            inst.name, inst.payload, inst.called, inst.called_attr)
-        copy._literal = inst._literal
+        copy.cache_literal(inst.cached_literal)
         comp.add_instruction(copy)
         mapping[inst] = copy
     root = mapping[original.root]

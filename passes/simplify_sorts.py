@@ -25,7 +25,7 @@ def _shrink_comparator(module, comp: Computation, keep: list[int]) -> Computatio
         if p not in params:
             assert p.user_count == 0
             p.detach_operands()
-            del new._instructions[p]
+            new.unlink(p)  # its name stays taken
             p.parent = None
     new.parameters = params
     for inst in new.instructions:

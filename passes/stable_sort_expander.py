@@ -37,7 +37,7 @@ def clone_comparator(module, comp: Computation, extra_params: int = 0) -> Comput
         copy = Instruction(inst.opcode, inst.shape, [mapping[o] for o in inst.operands],
                            dict(inst.attrs), inst.name, inst.payload, inst.called,
                            inst.called_attr)
-        copy._literal = inst._literal
+        copy.cache_literal(inst.cached_literal)
         new.add_instruction(copy)
         mapping[inst] = copy
     for inst, copy in mapping.items():
@@ -67,7 +67,7 @@ def add_tie_breaker(comp: Computation, iota_index: int) -> None:
                            {k: v for k, v in inst.attrs.items()
                             if k != "control-predecessors"},
                            inst.opcode, inst.payload, inst.called, inst.called_attr)
-        copy._literal = inst._literal
+        copy.cache_literal(inst.cached_literal)
         comp.add_instruction(copy)
         swapped[inst] = copy
         if inst is old_root:

@@ -47,7 +47,7 @@ class _Replacer:
         self.ctrl = control_successor_set(comp)
 
     def _successors(self, inst):
-        return [u for u in self.comp._instructions if inst in u.control_predecessors]
+        return [u for u in self.comp.iter_instructions() if inst in u.control_predecessors]
 
     def replace(self, old, new) -> bool:
         if old is new:

@@ -19,7 +19,7 @@ def _clone_constant(comp, c: Instruction) -> Instruction:
         op = _clone_constant(comp, c.operands[0])
         return comp.add("broadcast", c.shape, [op], attrs=dict(c.attrs))
     new = comp.add("constant", c.shape, payload=c.payload)
-    new._literal = c._literal
+    new.cache_literal(c.cached_literal)
     return new
 
 

@@ -78,8 +78,7 @@ def _live_indices(w: Instruction):
         live.add(u.attr("index"))
     if w.is_root:
         return None
-    from .constant_folding import has_side_effect
-    effects = [i for i in body.instructions if has_side_effect(i) or i.called]
+    effects = [i for i in body.instructions if i.has_side_effect() or i.called]
     deps = _deps_on_param(effects, body.parameters[0])
     if deps is None:
         return None
@@ -114,9 +113,8 @@ def _backward(roots) -> set:
 def _body_is_clean(body: Computation, live: list[int]) -> bool:
     """Every body instruction feeds the root or a side effect (no stray dead code that
     would keep reading a removed element)."""
-    from .constant_folding import has_side_effect
     keep = _backward([body.root] + [i for i in body.instructions
-                                    if has_side_effect(i) or i.called])
+                                    if i.has_side_effect() or i.called])
     return all(i in keep for i in body.instructions)
 
 

@@ -10,7 +10,6 @@ import numpy as np
 from hlo_opt.ir.literal import Literal
 
 from hlo_opt.rewrite.rules import control_successors, remove_dead
-from .constant_folding import has_side_effect
 
 
 class ZeroSizedHloElimination:
@@ -26,13 +25,13 @@ class ZeroSizedHloElimination:
             ctrl = control_successors(comp)
             for inst in comp.post_order():
                 s = inst.shape
-                if (inst.parent is not comp or has_side_effect(inst) or not s.is_array()
+                if (inst.parent is not comp or inst.has_side_effect() or not s.is_array()
                         or inst.opcode in ("constant", "parameter") or s.num_elements() != 0
                         or s.is_dynamic() or inst.control_predecessors or inst in ctrl):
                     continue
                 lit = Literal(s, np.zeros(s.dims, dtype=s.dtype))
                 new = comp.add("constant", s, payload=lit.to_text())
-                new._literal = lit
+                new.cache_literal(lit)
                 inst.replace_all_uses_with(new)
                 remove_dead(comp, inst, ctrl)
                 changed = True

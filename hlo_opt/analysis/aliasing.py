@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from hlo_opt.ir.opcodes import ELEMENTWISE
 
-from hlo_opt.analysis.dataflow import ROOT, Dataflow, array_leaves, output_to_operand_aliasing, subshape
+from hlo_opt.analysis.dataflow import (ROOT, Dataflow, array_leaves, output_to_operand_aliasing,
+                                       subshape)
 
 
 def _strip_bitcasts(inst):

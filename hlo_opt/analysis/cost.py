@@ -22,22 +22,12 @@ import json
 from dataclasses import dataclass
 
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE
+from hlo_opt.ir.opcodes import FREE as FREE_OPCODES, TRANSCENDENTAL, ELEMENTWISE
 from hlo_opt.ir.shape import Shape
 
 __all__ = ["Cost", "CostCache", "FREE_OPCODES", "TRANSCENDENTAL", "fusion_param_read_bytes",
            "instruction_cost", "kernel_computations", "module_cost", "operand_utilization",
            "shape_bytes", "value_shape"]
-
-TRANSCENDENTAL = frozenset({
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "power",
-    "rsqrt", "sqrt", "cbrt", "tanh", "tan", "sine", "cosine", "atan2", "erf", "acos", "acosh",
-    "asin", "asinh", "atan", "atanh", "cosh", "sinh"})
-
-# Instructions that move no data and launch no kernel.
-FREE_OPCODES = frozenset({
-    "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all",
-    "add-dependency", "opt-barrier", "partition-id", "replica-id", "domain"})
 
 
 @dataclass
@@ -241,7 +231,7 @@ def fusion_param_read_bytes(param: Instruction) -> float:
     size = 0.0
     seen_trivial = False
     full = shape_bytes(param.shape)
-    for user in param._users:
+    for user in param.iter_users():
         op = user.opcode
         if op == "slice":
             size += shape_bytes(user.shape)
@@ -259,9 +249,7 @@ def fusion_param_read_bytes(param: Instruction) -> float:
     return size
 
 
-def fusion_outputs(fusion: Instruction) -> list[Instruction]:
-    root = fusion.fused_computation.root
-    return list(root.operands) if root.opcode == "tuple" else [root]
+fusion_outputs = Instruction.fusion_outputs  # the IR's definition
 
 
 def fusion_cost(fusion: Instruction) -> Cost:
@@ -269,7 +257,7 @@ def fusion_cost(fusion: Instruction) -> Cost:
     flops = trans = 0.0
     elementwise = ELEMENTWISE
     transcendental = TRANSCENDENTAL
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         op = inst.opcode
         if op == "parameter":
             continue
@@ -346,7 +334,7 @@ def fused_parameter_utilization(fusion: Instruction) -> list[float]:
             util[inst] = 1.0
             continue
         total = 0.0
-        for user in inst._users:
+        for user in inst.iter_users():
             if user is root and user.opcode == "tuple":
                 total += 1.0
                 continue
@@ -383,7 +371,7 @@ def _param_utilization(comp, param: Instruction, memo: dict) -> float:
             stack.pop()
             continue
         waiting = False
-        for user in inst._users:
+        for user in inst.iter_users():
             if user not in memo and not (user is root and user.opcode == "tuple"):
                 stack.append(user)
                 waiting = True
@@ -391,7 +379,7 @@ def _param_utilization(comp, param: Instruction, memo: dict) -> float:
             continue
         stack.pop()
         total = 0.0
-        for user in inst._users:
+        for user in inst.iter_users():
             if user is root and user.opcode == "tuple":
                 total += 1.0
                 continue

@@ -48,11 +48,11 @@ def _diff(a, b, options, label_a: str, label_b: str):
 
 
 def _write(path: str, text: str) -> None:
-    from ..fileutil import write_atomic
+    from ..fileutil import write_output
     try:
-        write_atomic(path, text)
-    except OSError as e:
-        raise DiffError(f"{path}: error: cannot write ({e.strerror})") from None
+        write_output(path, text)
+    except HloError as e:
+        raise DiffError(str(e)) from None
 
 
 def _emit(text: str, fmt) -> None:
@@ -197,9 +197,22 @@ def _one_pass(directory, files, pass_name, options, fmt) -> bool:
                           for mid, _, after, diff in results], indent=1) + "\n", fmt)
         return different
     lines: list = []
-    for mid, _, after, diff in results:
-        heading = f"== module_{mid:04d} {after.module_name}: {after.label}"
-        lines.extend(_text_lines(diff, fmt, heading))
+    by_module: dict = {}
+    for r in results:
+        by_module.setdefault(r[0], []).append(r)
+    for mid, runs in by_module.items():
+        shown = runs
+        if len(runs) > 1:
+            # the pass ran several times: list the runs, show the diffs of those that changed
+            listed = ", ".join(f"step {after.step:04d} ("
+                               f"{'no change' if diff.equal else 'changed'})"
+                               for _, _, after, diff in runs)
+            lines.append([(f"module_{mid:04d} {runs[0][2].module_name}: pass '{pass_name}' "
+                           f"ran {len(runs)} times: {listed}", "hunk")])
+            shown = [r for r in runs if not r[3].equal] or runs[-1:]
+        for _, _, after, diff in shown:
+            heading = f"== module_{mid:04d} {after.module_name}: {after.label}"
+            lines.extend(_text_lines(diff, fmt, heading))
     _emit_lines(lines, fmt)
     return different
 

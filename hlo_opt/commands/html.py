@@ -7,7 +7,7 @@ import click
 
 from ..api import load_modules_from_text, read_input
 from ..errors import HloError
-from ..fileutil import write_atomic
+from ..fileutil import write_output
 
 
 @click.command("html")
@@ -33,12 +33,12 @@ def command(input, output, top_level, shared_assets, title, module_index):
     module = modules[module_index]
     href = None
     if shared_assets:
-        href = write_shared_assets(os.path.dirname(os.path.abspath(output)))
+        try:
+            href = write_shared_assets(os.path.dirname(os.path.abspath(output)))
+        except OSError as e:
+            raise HloError(f"{output}: error: cannot write the shared assets ({e})") from None
     page = module_to_html(module, title or module.name, asset_dir_href=href,
                           top_level=top_level)
-    try:
-        write_atomic(output, page)
-    except OSError as e:
-        raise HloError(f"{output}: error: cannot write: {e.strerror}") from None
+    write_output(output, page)
     click.echo(f"wrote {output} ({len(page.encode('utf-8')) / 1e6:.2f} MB, "
                f"{module.instruction_count()} instructions)", err=True)

@@ -6,8 +6,6 @@ import sys
 
 import click
 
-from ..api import load_modules_from_text, read_input
-from ..flags import DebugOptions, parse_flag_tokens
 
 
 @contextlib.contextmanager
@@ -27,12 +25,21 @@ def _progress_bar(enabled: bool):
         progress.update(task, total=total, completed=event.index - 1,
                         description=f"{'/'.join(event.pipeline_path)}: {event.pass_name}")
 
+    update.rich_progress = progress   # other bars (autotuning) join this live display
     with progress:
         yield update
 
 
-@click.command("opt", context_settings={"ignore_unknown_options": True,
-                                        "allow_extra_args": True})
+class _OptCommand(click.Command):
+    """The default command: usage and errors name it ``hlo-opt``, as users type it."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        return super().make_context("hlo-opt", args, parent=None, **extra)
+
+
+@click.command("opt", cls=_OptCommand,
+               context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                 "help_option_names": ["-h", "--help"]})
 @click.argument("input", required=False)
 @click.option("-o", "--o", "output", default="-", help="Output file ('-' = stdout).")
 @click.option("--split-input-file", is_flag=True, help="Split the input on '// -----' lines.")
@@ -52,9 +59,13 @@ def _progress_bar(enabled: bool):
 @click.option("--stats", "stats_path", default=None,
               help="Write per-pass statistics as JSON to this file ('-' = stderr).")
 @click.option("--summary/--no-summary", default=False, help="Print the per-pass summary table.")
+@click.option("--autotune-provider", "autotune_provider", default=None,
+              help="Candidates the algorithm pickers measure: host (numpy, no GPU needed), "
+                   "cuda, cuda-sim.  Default: cuda with --platform=gpu, else none.")
 @click.pass_context
 def command(ctx, input, output, split_input_file, list_passes, passes, pipeline, platform,
-            stage, list_stages, debug_options_file, verify_no_change, stats_path, summary):
+            stage, list_stages, debug_options_file, verify_no_change, stats_path, summary,
+            autotune_provider):
     """Optimize INPUT (a path or '-') and print the module; --xla_* flags accepted."""
     # click hands unknown options (the --xla_* flags) over as positional arguments, so
     # INPUT may arrive among them: sort the tokens out here.
@@ -65,6 +76,8 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     if bad or len(positional) > 1:
         raise click.UsageError(f"unexpected argument(s): {' '.join(bad or positional[1:])}")
     input = positional[0] if positional else None
+    from ..api import load_modules_from_text, read_input
+    from ..flags import DebugOptions, parse_flag_tokens
     options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"),
                                         debug_options_file=debug_options_file)
     from .. import passes_api
@@ -90,14 +103,20 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     collected = []
     if passes is not None or pipeline is not None:
         from ..dump.writer import DumpConfig, DumpDirectory
+        from ._autotune import autotune_progress, session_for
         directory = DumpDirectory(DumpConfig.from_options(options))
         with _progress_bar(sys.stderr.isatty()) as progress:
+            session = session_for(options, plat.name, autotune_provider,
+                                  autotune_progress(progress))
             for module_id, module in enumerate(modules):
                 passes_api.optimize(module, options, passes=passes, pipeline=pipeline,
                                     verify_no_change=verify_no_change, module_id=module_id,
                                     progress=progress, dump_directory=directory,
                                     on_stats=collected.append if (summary or stats_path)
-                                    else None)
+                                    else None, autotune=session)
+        if session is not None and not summary:
+            for warning in session.stats.warnings:
+                click.secho(f"warning: {warning}", fg="yellow", err=True)
     for module in modules:
         outputs.append(stage_fn(module, options))
     if stats_path:
@@ -105,10 +124,11 @@ def command(ctx, input, output, split_input_file, list_passes, passes, pipeline,
     if summary and collected:
         from .dumps import print_summary
         print_summary(collected)
-    result = "\n".join(outputs)
+    # modules of --split-input-file keep their separators: the output reads back the same way
+    result = "\n// -----\n".join(outputs)
     if output == "-":
         sys.stdout.write(result)
         sys.stdout.flush()
     else:
-        from ..fileutil import write_atomic
-        write_atomic(output, result)
+        from ..fileutil import write_output
+        write_output(output, result)

@@ -13,11 +13,14 @@ exceeded; integers and preds must match exactly); the exit code is 1 when any fa
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import signal
 import time
 
 import click
 
-from ..api import load_modules_from_text, read_input
 from ..errors import HloError
 
 
@@ -41,7 +44,7 @@ from ..errors import HloError
               help="npz file with arg0..argN-1 (the entry parameters by number).")
 @click.option("--random-inputs", is_flag=True,
               help="Use seeded random inputs (the default when --inputs is not given).")
-@click.option("--seed", default=42, show_default=True, type=int,
+@click.option("--seed", default=42, show_default=True, type=click.IntRange(0, 2**63 - 1),
               help="Seed of the random inputs (iteration i uses seed+i).")
 @click.option("--outputs", "outputs_path", default=None,
               help="Write out0..outK-1 (the result leaves of the last run) to this npz "
@@ -62,16 +65,22 @@ from ..errors import HloError
               help="cuda/cuda-sim: time every kernel, library call and copy (named after "
                    "its instruction) over the runs and print them sorted, with shares.")
 @click.option("--json", "as_json", is_flag=True, help="With --profile: print JSON.")
+@click.option("--timeout", "timeout_s", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Stop with an error after this many seconds (Ctrl-C stops it at any time).")
 @click.pass_context
 def command(ctx, input, pipeline, passes, backend, run_test_hlo_passes, no_cache,
             inputs_path, random_inputs, seed, outputs_path, compare_with, abs_bound,
             rel_bound, iterations, print_literals, raw_bits, split_input_file, profile,
-            as_json):
+            as_json, timeout_s):
     """Execute INPUT (a path or '-') and report outputs, timings and comparisons."""
     flag_tokens = list(ctx.args)
     bad = [a for a in flag_tokens if not a.startswith("--xla_")]
     if bad:
         raise click.UsageError(f"unexpected argument(s): {' '.join(bad)}")
+    from ..api import load_modules_from_text, read_input
+    from ..flags import DebugOptions, parse_flag_tokens
+    # the optimize command's parser and rules: unknown flags and bad values are errors here too
+    options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"))
     if inputs_path and random_inputs:
         raise click.UsageError("--inputs and --random-inputs cannot be used together")
     if passes and pipeline:
@@ -84,21 +93,21 @@ def command(ctx, input, pipeline, passes, backend, run_test_hlo_passes, no_cache
         raise click.UsageError("--profile needs --backend cuda or cuda-sim")
     backend_options = {}
     if backend != "interpreter":
-        from ..flags import DebugOptions, parse_flag_tokens
-        backend_options = {"debug_options": DebugOptions.from_sources(
-            parse_flag_tokens(flag_tokens, "command line")), "cache": not no_cache}
+        backend_options = {"debug_options": options, "cache": not no_cache}
     text, filename = read_input(input)
     modules = load_modules_from_text(text, filename, split_input_file)
     if len(modules) > 1 and (inputs_path or outputs_path):
         raise click.UsageError("--inputs/--outputs need a single module")
     failed_runs = total_runs = 0
-    for module in modules:
-        f, t = _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, seed,
-                           outputs_path, compare_with, abs_bound, rel_bound, iterations,
-                           print_literals, raw_bits, len(modules) > 1, backend_options,
-                           (as_json,) if profile else None)
-        failed_runs += f
-        total_runs += t
+    with _time_limit(timeout_s):
+        for module in modules:
+            f, t = _run_module(module, flag_tokens, options, pipeline, passes, backend,
+                               inputs_path, seed, outputs_path, compare_with, abs_bound,
+                               rel_bound, iterations, print_literals, raw_bits,
+                               len(modules) > 1, backend_options,
+                               (as_json,) if profile else None)
+            failed_runs += f
+            total_runs += t
     if compare_with:
         if failed_runs:
             click.secho(f"{failed_runs}/{total_runs} runs failed", fg="red", err=True)
@@ -106,7 +115,44 @@ def command(ctx, input, pipeline, passes, backend, run_test_hlo_passes, no_cache
         click.echo(f"{total_runs}/{total_runs} runs passed")
 
 
-def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, seed,
+class _TimedOut(BaseException):
+    """Raised by the timer (a BaseException: no handler in the interpreter swallows it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    if not seconds or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _TimedOut()
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _TimedOut:
+        raise HloError(f"run: error: stopped after --timeout={seconds:g} s (the module "
+                       "had not finished; a while loop that never ends?)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _check_memory(module) -> None:
+    """Inputs that cannot fit: a clear message instead of numpy's MemoryError."""
+    need = sum(p.shape.byte_size() for p in module.entry.parameters if p is not None)
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have:
+        raise HloError(f"run: error: the inputs of {module.name} need {need / 2**30:.1f} GiB; "
+                       f"this machine has {have / 2**30:.1f} GiB of memory")
+
+
+def _run_module(module, flag_tokens, options, pipeline, passes, backend, inputs_path, seed,
                 outputs_path, compare_with, abs_bound, rel_bound, iterations, print_literals,
                 raw_bits, label, backend_options=None, profile=None):
     import numpy as np
@@ -115,15 +161,16 @@ def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, see
                                                  load_npz, output_arrays, random_arguments,
                                                  result_shapes)
     reference_module = module
+    _check_memory(module)
     backend_options = dict(backend_options or {})
     if (passes or pipeline) and backend != "interpreter":
         # the backend runs the pipeline itself, so that a disk-cache hit skips it too
-        backend_options["prepare"] = lambda m: _optimize(m.clone(), flag_tokens, passes,
+        backend_options["prepare"] = lambda m: _optimize(m.clone(), options, passes,
                                                          pipeline)
         backend_options["prepare_key"] = f"passes={passes};pipeline={pipeline};" + \
             " ".join(flag_tokens) + ";" + _passes_fingerprint()
     elif passes or pipeline:
-        module = _optimize(module.clone(), flag_tokens, passes, pipeline)
+        module = _optimize(module.clone(), options, passes, pipeline)
     if label:
         click.echo(f"== module {module.name}")
     start = time.perf_counter()
@@ -166,10 +213,10 @@ def _run_module(module, flag_tokens, pipeline, passes, backend, inputs_path, see
                 failed += 1
     if outputs_path and last is not None:
         arrays = output_arrays(last, shapes, raw_bits)
-        try:
-            np.savez(outputs_path, **arrays)
-        except OSError as e:
-            raise HloError(f"{outputs_path}: error: cannot write ({e.strerror})") from None
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)  # to the path as given (np.savez(path) appends .npz)
+        from ..fileutil import write_output
+        write_output(outputs_path, buffer.getvalue())
         click.echo(f"wrote {len(arrays)} output(s) to {outputs_path}")
     if profile is not None:
         args = fixed_args if fixed_args is not None else random_arguments(module, seed)
@@ -204,7 +251,7 @@ def _passes_fingerprint() -> str:
     return source_fingerprint(os.path.dirname(pass_library.__file__))
 
 
-def _optimize(module, flag_tokens, passes, pipeline):
+def _optimize(module, options, passes, pipeline):
     import importlib
     try:
         passes_api = importlib.import_module("hlo_opt.passes_api")
@@ -213,8 +260,6 @@ def _optimize(module, flag_tokens, passes, pipeline):
             raise HloError("passes not available: the pass library (hlo_opt.passes_api) "
                            "is not installed") from None
         raise
-    from ..flags import DebugOptions, parse_flag_tokens
-    options = DebugOptions.from_sources(parse_flag_tokens(flag_tokens, "command line"))
     return passes_api.optimize(module, options, passes=passes, pipeline=pipeline)
 
 

@@ -86,12 +86,18 @@ def select_modules(files: dict[int, list[DumpFile]], which: str | None
             if (which.isdigit() and int(which) == mid) or lst[0].module_name == which}
 
 
+# XLA's pipeline markers: dumps "after pipeline-start" / "after pipeline-end" are the module
+# between pipelines, not the work of a pass
+_MARKERS = ("pipeline-start", "pipeline-end")
+
+
 def consecutive_pairs(files: list[DumpFile]) -> list[tuple[DumpFile, DumpFile]]:
     """Every consecutive pair of per-pass dumps (the before/after-optimizations pair when
-    there are no per-pass dumps)."""
+    there are no per-pass dumps); XLA's pipeline-start/end marker dumps start rows (the
+    module before a pipeline's first pass) but are no rows of their own."""
     per_pass = [f for f in files if f.is_pass_dump]
     if len(per_pass) >= 2:
-        return list(zip(per_pass, per_pass[1:]))
+        return [(a, b) for a, b in zip(per_pass, per_pass[1:]) if b.after not in _MARKERS]
     if len(per_pass) == 1:
         whole = [f for f in files if f.step == BEFORE_STEP] + per_pass + \
             [f for f in files if f.step == AFTER_STEP]

@@ -55,6 +55,10 @@ def one_line(diff: ModuleDiff, patterns: int = 2) -> str:
     """'3 changed, 1 removed, 4 added: 1 x broadcast+maximum folded into fusion; ...'"""
     s = summarize(diff)
     if diff.equal:
+        # structurally equal; a pass that only renamed still changed the text (as
+        # `hlo-opt dumps` counts it)
+        if s.renamed:
+            return f"{s.renamed} renamed, structure unchanged"
         return "no change"
     parts = [f"{n} {what}" for n, what in ((s.changed, CHANGED), (s.removed, REMOVED),
                                            (s.added, ADDED)) if n]

@@ -91,6 +91,8 @@ def dot_quote(text: str) -> str:
 
 def html_escape(text: str) -> str:
     """Text safe inside a Graphviz HTML-like label (XML character data)."""
+    if "&" not in text and "<" not in text and ">" not in text:
+        return text  # the common case, and the hot one
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -114,8 +116,14 @@ def is_multidimensional(shape: Shape) -> bool:
 _SHAPE_FACTS: dict[tuple, tuple[bool, str, str, bool]] = {}
 
 
+_FACTS_BY_ID: dict[int, tuple] = {}  # id(shape) -> (shape, facts): shapes are immutable
+
+
 def _shape_facts(shape: Shape) -> tuple[bool, str, str, bool]:
     """(small, text, text with layout, has a rank>1 array leaf), cached: shapes repeat."""
+    hit = _FACTS_BY_ID.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
     key = (shape, shape.to_text()) if shape.is_tuple() else \
         (shape, shape.layout.to_text() if shape.layout is not None else None)
     facts = _SHAPE_FACTS.get(key)
@@ -130,6 +138,9 @@ def _shape_facts(shape: Shape) -> tuple[bool, str, str, bool]:
                  any(leaf.is_array() and leaf.rank > 1 for leaf in leaves))
         if len(_SHAPE_FACTS) < 100_000:
             _SHAPE_FACTS[key] = facts
+    if len(_FACTS_BY_ID) >= 200_000:
+        _FACTS_BY_ID.clear()
+    _FACTS_BY_ID[id(shape)] = (shape, facts)  # the entry keeps the shape (and its id) alive
     return facts
 
 

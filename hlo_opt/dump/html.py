@@ -49,7 +49,8 @@ DATA_VERSION = 1
 # (data-blocked-requests).
 CSP = ("default-src 'none'; script-src 'self' file: 'unsafe-inline' 'wasm-unsafe-eval'; "
        "style-src 'self' file: 'unsafe-inline'; img-src 'self' file: data: blob:; "
-       "font-src 'self' data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+       "font-src 'self' data:; connect-src 'none'; worker-src blob:; base-uri 'none'; "
+       "form-action 'none'")
 
 # Runs first (inline, in <head>) so that it sees every blocked or failed load.
 _SENTINEL_JS = """(function () {
@@ -73,12 +74,40 @@ _SENTINEL_JS = """(function () {
 })();"""
 
 
+# After the shared scripts: a page copied away from its hlo_opt_assets/ says so.
+_MISSING_ASSETS_JS = """(function () {
+  if (window.hloPage && typeof Viz !== 'undefined') return;
+  var missing = [];
+  if (typeof Viz === 'undefined') missing.push('viz-global.js');
+  if (!window.hloPage) missing.push('hlo_graph.js');
+  var el = document.getElementById('graph-message');
+  var text = 'This page could not load ' + missing.join(' and ') + ' from ' + {dir} +
+    '/ next to it: keep the page in its dump directory (beside ' + {dir} + '/), or make a ' +
+    'self-contained page with: hlo-opt html INPUT -o PAGE.html';
+  document.body.setAttribute('data-render-error', text);
+  if (el) { el.textContent = text; el.style.display = 'block'; }
+})();"""
+
+
+def _js_string(text: str) -> str:
+    return _script_safe_json(json.dumps(text))
+
+
 @lru_cache(maxsize=None)
 def asset_text(name: str) -> str:
     text = (ASSETS / name).read_text(encoding="utf-8")
+    if name == VIZ_JS:
+        # wrapped so that the page can hand the same text to its layout Web Worker
+        # (hloVizSource.toString()): no second copy, no extra request from file:// pages
+        text = f"function hloVizSource() {{\n{text}\n}}\nhloVizSource();\n"
     if name.endswith(".js") and "</script" in text.lower():
         raise ValueError(f"{name} contains '</script' and cannot be inlined")
     return text
+
+
+def asset_bytes(name: str) -> bytes:
+    return asset_text(name).encode("utf-8") if name.endswith(".js") else \
+        (ASSETS / name).read_bytes()
 
 
 # ---- data ---------------------------------------------------------------------------------
@@ -156,7 +185,8 @@ def encode_data(data: dict) -> tuple[str, str]:
     """(encoding, text) for the <script type="application/json"> element."""
     raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     if len(raw) > COMPRESS_ABOVE:
-        packed = gzip.compress(raw.encode("utf-8"), compresslevel=6, mtime=0)
+        # level 1: a third of level 6's time for pages a few percent larger
+        packed = gzip.compress(raw.encode("utf-8"), compresslevel=1, mtime=0)
         return "gzip+base64", base64.b64encode(packed).decode("ascii")
     return "json", _script_safe_json(raw)
 
@@ -196,7 +226,7 @@ _BODY = """<header id="toolbar">
 <span id="status" aria-live="polite"></span>
 </header>
 <main id="panes">
-<section id="graph-pane"><div id="graph"></div><div id="graph-message"></div></section>
+<section id="graph-pane"><div id="graph"></div><div id="graph-message"></div><div id="graph-note"></div></section>
 <div id="splitter" title="drag to resize"></div>
 <section id="side-pane"><div id="details"></div><div id="hlo-text" tabindex="0"></div></section>
 </main>
@@ -238,6 +268,8 @@ def module_to_html(module: HloModule, title: str, asset_dir_href: str | None = N
         base = _escape_html(asset_dir_href.rstrip("/"))
         body.append(f'<script src="{base}/{VIZ_JS}"></script>')
         body.append(f'<script src="{base}/{APP_JS}"></script>')
+        body.append("<script>" + _MISSING_ASSETS_JS.replace("{dir}", _js_string(
+            asset_dir_href.rstrip("/"))) + "</script>")
     body.append("</body>\n</html>\n")
     return "\n".join(head + body)
 
@@ -248,16 +280,19 @@ def write_shared_assets(dump_dir: str) -> str:
     return the relative href pages pass as ``asset_dir_href``."""
     target = os.path.join(dump_dir, SHARED_ASSETS_DIR)
     os.makedirs(target, exist_ok=True)
+    if os.path.islink(target):  # never write through a link planted in the dump directory
+        raise OSError(f"{target} is a symbolic link; not followed")
     for name in SHARED_FILES:
-        data = (ASSETS / name).read_bytes()
+        data = asset_bytes(name)
         path = os.path.join(target, name)
         try:
-            with open(path, "rb") as f:
-                if f.read() == data:
-                    continue
+            if not os.path.islink(path):
+                with open(path, "rb") as f:
+                    if f.read() == data:
+                        continue
         except OSError:
             pass
-        write_atomic(path, data)
+        write_atomic(path, data)  # a rename: replaces a link at ``path``, never follows it
         os.chmod(path, 0o644)  # mkstemp made it 0600; pages are read by browsers/servers
     return SHARED_ASSETS_DIR
 

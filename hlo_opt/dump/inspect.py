@@ -81,6 +81,8 @@ def _names(directory: str) -> list:
     except NotADirectoryError:
         from ..errors import HloError
         raise HloError(f"{directory}: error: not a directory") from None
+    # XLA also writes per-module sub-directories (module_0001.jit_f/ ...): not dump files
+    files = [f for f in files if not os.path.isdir(os.path.join(directory, f))]
     first = [parse_dump_name(f) for f in files]
     known = {d.module_name for d in first
              if d is not None and d.kind in ("module", "pass_stats", "debug_options")
@@ -91,8 +93,11 @@ def _names(directory: str) -> list:
 def read_dump_dir(directory: str) -> list[ModuleTimeline]:
     """One :class:`ModuleTimeline` per module found in ``directory``, by module id."""
     groups: dict[tuple[int, str], list] = {}
-    for d in _names(directory):
-        groups.setdefault((d.module_id, d.module_name), []).append(d)
+    names = _names(directory)
+    named = {d.module_id: d.module_name for d in names if d.module_name}
+    for d in names:  # a file without the module name belongs to that id's module
+        groups.setdefault((d.module_id, d.module_name or named.get(d.module_id, "")),
+                          []).append(d)
     out = []
     for (module_id, name), names in sorted(groups.items()):
         stats = [d for d in names if d.kind == "pass_stats"]

@@ -19,7 +19,9 @@ DEBUG_OPTIONS_SUFFIX = "debug_options"
 PASS_STATS_SUFFIX = "pass_stats.json"
 MAX_FILENAME = 255
 
-_SANITIZE = str.maketrans({"/": "_", "\\": "_", "[": "_", "]": "_", " ": "_"})
+_SANITIZE = str.maketrans({"/": "_", "\\": "_", "[": "_", "]": "_", " ": "_",
+                           # not XLA's: control bytes (NUL above all) cannot be in a name
+                           **{chr(c): "_" for c in range(32) if chr(c) != " "}})
 
 
 def sanitize_file_name(name: str) -> str:
@@ -34,7 +36,7 @@ def filename_for(module_id: int, module_name: str, prefix: str, suffix: str) -> 
     name = f"{head}module_{module_id:04d}"
     if module_name:
         full = f"{name}.{module_name}.{suffix}"
-        if len(full) <= MAX_FILENAME:
+        if len(full.encode("utf-8", "surrogatepass")) <= MAX_FILENAME:  # bytes, as the OS
             return full
     return f"{name}.{suffix}"
 

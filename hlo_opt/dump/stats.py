@@ -18,7 +18,7 @@ FORMAT = "hlo-opt-pass-stats/1"
 def opcode_histogram(module) -> Counter:
     hist: Counter = Counter()
     for comp in module.computations:
-        hist.update(inst.opcode for inst in comp._instructions)
+        hist.update(inst.opcode for inst in comp.iter_instructions())
     return hist
 
 
@@ -73,6 +73,7 @@ class PassStats:
         self.skipped: list[dict] = []
         self.dumps: list[dict] = []
         self.total_ms: float | None = None
+        self.autotune: dict | None = None   # the autotuning session's counters, if any
         self._hist: Counter | None = None
 
     # -- runner hooks --
@@ -131,7 +132,8 @@ class PassStats:
                 "total_ms": round(self.total_ms, 4) if self.total_ms is not None else None,
                 "passes": [r.to_json() for r in self.records],
                 "totals": self.totals(), "skipped": list(self.skipped),
-                "dumps": list(self.dumps)}
+                "dumps": list(self.dumps),
+                **({"autotune": self.autotune} if self.autotune is not None else {})}
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_json(), indent=1) + "\n"
@@ -149,4 +151,13 @@ def format_summary_text(stats: PassStats) -> str:
         lines.append(f"  instructions {first.instructions_before} -> "
                      f"{last.instructions_after}, fusions {first.fusions_before} -> "
                      f"{last.fusions_after}")
+    if stats.autotune is not None:
+        lines.append("  " + autotune_summary_line(stats.autotune))
     return "\n".join(lines) + "\n"
+
+
+def autotune_summary_line(a: dict) -> str:
+    failed = ", ".join(f"{k} {v}" for k, v in a.get("failed_candidates", {}).items())
+    return (f"autotuning: {a['tuned']} instruction(s) tuned, {a['cache_hits']} from cache, "
+            f"{a['measurements']} candidate(s) measured in {a['tuning_ms'] / 1000.0:.3f} s"
+            + (f"; failed candidates: {failed}" if failed else ""))

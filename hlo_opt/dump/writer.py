@@ -57,6 +57,9 @@ class DumpConfig:
                           or o.xla_dump_hlo_snapshots)
         specified = other_than_url or o.xla_dump_hlo_as_url
         dump_to = o.xla_dump_to
+        if "\0" in dump_to:
+            from ..errors import FlagError
+            raise FlagError("Invalid value for --xla_dump_to: a path cannot hold a NUL byte")
         if not (o.xla_enable_dumping and o.xla_detailed_logging):
             dump_to = ""
         if not o.xla_dump_to and other_than_url:
@@ -173,9 +176,14 @@ class DumpDirectory:
         """Write the HTML renderer's shared assets once; return their href for pages."""
         if self._assets_href is None:
             from . import html
-            href = html.write_shared_assets(self.config.dump_to)
+            try:
+                href = html.write_shared_assets(self.config.dump_to)
+            except OSError as e:
+                log.error("Could not write the HTML assets to %s: %s; pages carry their "
+                          "own scripts", self.config.dump_to, e)
+                href = ""
             self._assets_href = href if isinstance(href, str) else "."
-        return self._assets_href
+        return self._assets_href or None
 
 
 class ModuleDumper:

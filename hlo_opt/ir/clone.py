@@ -1,9 +1,13 @@
 """Deep copies of modules and computations (graph copies, no re-parsing)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .computation import Computation
 from .instruction import Instruction
-from .module import HloModule
+
+if TYPE_CHECKING:  # pragma: no cover - HloModule.clone imports this module
+    from .module import HloModule
 
 
 def clone_computation(comp: Computation, comp_map: dict, name: str | None = None
@@ -28,8 +32,8 @@ def clone_computation(comp: Computation, comp_map: dict, name: str | None = None
 
 
 def clone_module(module: HloModule, suffix: str = "") -> HloModule:
-    out = HloModule(module.name + (("-" + suffix) if suffix else ""),
-                    module.config.copy())
+    out = type(module)(module.name + (("-" + suffix) if suffix else ""),
+                       module.config.copy())
     out.header_attrs = dict(module.header_attrs)
     out.stack_frames = module.stack_frames
     out.filename = module.filename

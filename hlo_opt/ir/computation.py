@@ -47,6 +47,16 @@ class Computation:
     def instructions(self) -> list[Instruction]:
         return list(self._instructions)
 
+    def instructions_view(self):
+        """A read-only live view of the instructions (no copy; membership, ``len`` and
+        iteration), for the hot loops that look without editing."""
+        return self._instructions.keys()
+
+    def iter_instructions(self):
+        """The instructions in insertion order, without a copy (read-only: do not add or
+        remove while iterating; :attr:`instructions` is a copy to edit over)."""
+        return iter(self._instructions)
+
     def instruction_count(self) -> int:
         return len(self._instructions)
 
@@ -79,6 +89,36 @@ class Computation:
     def add_parameter(self, shape: Shape, name: str | None = None) -> Instruction:
         n = len(self.parameters)
         return self.add("parameter", shape, name=name or f"param_{n}", payload=str(n))
+
+    def set_instructions(self, insts) -> None:
+        """Bulk: the computation holds exactly ``insts`` (in this order; each already has
+        this computation as ``parent``), the parser's fast path."""
+        self._instructions = dict.fromkeys(insts)
+
+    def unlink(self, inst: Instruction) -> None:
+        """Take ``inst`` out of this computation only: operands, users and names stay as
+        they are (graph surgery that moves it elsewhere, or drops it wholesale)."""
+        del self._instructions[inst]
+
+    def link(self, inst: Instruction) -> None:
+        """Put an instruction that keeps its name into this computation (``parent`` set;
+        the counterpart of :meth:`unlink`)."""
+        inst.parent = self
+        self._instructions[inst] = None
+
+    def remove_parameter(self, param: Instruction) -> int:
+        """Remove an unused parameter and renumber the later ones; returns its number."""
+        n = int(param.payload)
+        if param.user_count:
+            raise ValueError(f"parameter %{param.name} still has users")
+        del self._instructions[param]
+        if self.module is not None:
+            self.module.release_name(param.name)
+        param.parent = None
+        del self.parameters[n]
+        for k in range(n, len(self.parameters)):
+            self.parameters[k].payload = str(k)
+        return n
 
     def remove_instruction(self, inst: Instruction) -> None:
         """Remove an instruction that has no users (and is not the root)."""

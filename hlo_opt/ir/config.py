@@ -21,6 +21,9 @@ class HloModuleConfig:
 
     debug_options: DebugOptions = field(default_factory=DebugOptions)
     device: DeviceInfo = DEFAULT_DEVICE
+    # the autotuning session (hlo_opt.autotune.AutotuneSession: a backend's candidates and
+    # the result caches) the algorithm pickers measure with; None: they change nothing
+    autotune: object = field(default=None, compare=False)
 
     def replace(self, **changes) -> "HloModuleConfig":
         """A copy with ``changes`` (``debug_options=...``, ``device=...``)."""

@@ -60,6 +60,31 @@ class Instruction:
     def user_count(self) -> int:
         return len(self._users)
 
+    @property
+    def users_view(self):
+        """A read-only live view of the users (no copy; ``len``, membership, iteration)."""
+        return self._users.keys()
+
+    def iter_users(self):
+        """The users without a copy (read-only: do not edit edges while iterating)."""
+        return iter(self._users)
+
+    def has_user(self, user: "Instruction") -> bool:
+        return user in self._users
+
+    # Low-level edge edits for graph surgery that moves instructions (fusion): the
+    # caller keeps operands and users consistent; everything else uses the methods above.
+    def add_user(self, user: "Instruction") -> None:
+        self._users[user] = None
+
+    def remove_user(self, user: "Instruction") -> None:
+        self._users.pop(user, None)
+
+    def take_users(self) -> dict:
+        """Forget every user (returned, in order) so that they can re-register."""
+        users, self._users = self._users, {}
+        return users
+
     def operand(self, i: int) -> "Instruction":
         return self.operands[i]
 
@@ -129,6 +154,15 @@ class Instruction:
     @property
     def control_successors(self) -> list["Instruction"]:
         return list(self._control_successors)
+
+    @property
+    def has_control_edges(self) -> bool:
+        """A control predecessor or a control successor."""
+        return bool(self._control_predecessors or self._control_successors)
+
+    @property
+    def has_control_successors(self) -> bool:
+        return bool(self._control_successors)
 
     @property
     def is_root(self) -> bool:
@@ -216,8 +250,38 @@ class Instruction:
         self.payload = literal.to_text()
 
     @property
+    def cached_literal(self) -> "Literal | None":
+        """The literal if it was parsed (or set) already, else None: never parses."""
+        return self._literal
+
+    def cache_literal(self, literal: "Literal | None") -> None:
+        """Remember ``literal`` as the value of the payload text (which it must match)."""
+        self._literal = literal
+
+    def copy_caches_from(self, other: "Instruction", attrs_filter=None) -> None:
+        """Share ``other``'s parsed literal and (those ``attrs_filter`` keeps of) its
+        parsed attributes: a copy need not parse them again."""
+        self._literal = other._literal
+        parsed = other._parsed
+        if parsed and attrs_filter is not None:
+            self._parsed = {k: v for k, v in parsed.items() if attrs_filter(v)} or None
+
+    @property
     def fused_computation(self) -> "Computation":
         return self.called[0]
+
+    @property
+    def is_multi_output_fusion(self) -> bool:
+        """XLA's IsMultiOutputFusion: a fusion whose fused root is a tuple."""
+        return self.opcode == "fusion" and self.called[0].root.opcode == "tuple"
+
+    def fusion_outputs(self) -> list["Instruction"]:
+        """GetOutputsOfFusible: the fused values a fusion returns (the instruction itself
+        for a non-fusion)."""
+        if self.opcode != "fusion":
+            return [self]
+        root = self.called[0].root
+        return list(root.operands) if root.opcode == "tuple" else [root]
 
     @property
     def to_apply(self) -> "Computation":

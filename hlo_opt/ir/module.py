@@ -23,6 +23,7 @@ class HloModule:
         self.header_attrs: dict[str, str] = {}
         self.stack_frames: str = ""  # FileNames/FunctionNames/... tables, verbatim
         self.filename: str = "<string>"
+        self.source = None  # text.source_map.SourceMap: where the parser read each instruction
         self._names: set[str] = set()
         self._next_suffix: dict[str, int] = {}
         self._stems: dict[str, str] = {}  # name -> its stem (memo of _SUFFIX_RE)
@@ -63,6 +64,13 @@ class HloModule:
 
     def reserve_name(self, name: str) -> None:
         self._names.add(name)
+
+    def reserve_names(self, names) -> None:
+        self._names.update(names)
+
+    def name_count(self) -> int:
+        """How many instruction names are taken."""
+        return len(self._names)
 
     def release_name(self, name: str) -> None:
         self._names.discard(name)
@@ -231,6 +239,13 @@ class HloModule:
                 for callee in inst.called:
                     out.setdefault(callee, []).append(inst)
         return out
+
+    def nonfusion_computations(self, post_order: bool = False) -> list[Computation]:
+        """XLA's ``MakeNonfusionComputations``: every computation no fusion calls, in
+        stored order (``post_order``: callees first, :meth:`computation_post_order`)."""
+        fused = self.fusion_computations()
+        comps = self.computation_post_order() if post_order else self.computations
+        return [c for c in comps if c not in fused]
 
     def fusion_computations(self) -> set[Computation]:
         return {c for comp in self.computations for inst in comp.instructions

@@ -5,6 +5,8 @@ elementwise-ness queries passes ask.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 VARIADIC = -1
 
 _UNARY_ELEMENTWISE = """abs acos acosh asin asinh atan atanh cbrt ceil count-leading-zeros cosine
@@ -103,9 +105,87 @@ IMPURE = frozenset({
     "all-to-all", "reduce-scatter", "ragged-all-to-all", "collective-broadcast",
     "async-start", "async-update", "async-done",
 })
-SIDE_EFFECTING = IMPURE - {"custom-call"}  # TEMPORARY (the next commit removes it)
 
 ELEMENTWISE = frozenset(n for n, (_, cat) in OPCODES.items() if cat == "elementwise")
+
+
+# ---- facts the passes, the cost model and the interpreter read (one place each) --------
+# Transcendental elementwise ops (the cost model counts them apart from flops).
+TRANSCENDENTAL = frozenset({
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "power",
+    "rsqrt", "sqrt", "cbrt", "tanh", "tan", "sine", "cosine", "atan2", "erf", "acos", "acosh",
+    "asin", "asinh", "atan", "atanh", "cosh", "sinh"})
+
+# Instructions that move no data and launch no kernel (the cost model).
+FREE = frozenset({
+    "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all",
+    "add-dependency", "opt-barrier", "partition-id", "replica-id", "domain"})
+
+# InstructionFusion::IsExpensive says no for these, whatever the types (fusion).
+NEVER_EXPENSIVE = frozenset("""add and bitcast bitcast-convert broadcast ceil clamp
+count-leading-zeros compare complex concatenate constant convert copy copy-done copy-start
+dynamic-slice dynamic-update-slice floor get-tuple-element imag infeed iota is-finite
+maximum minimum multiply negate not opt-barrier or xor outfeed pad partition-id popcnt
+real reduce-precision replica-id reshape dynamic-reshape reverse round-nearest-afz
+round-nearest-even select shift-left shift-right-arithmetic shift-right-logical slice
+stochastic-convert subtract transpose tuple""".split())
+
+# Opcodes a computation may hold to be run "batched" (on whole arrays instead of the
+# scalars it was written for) by the interpreter: reducers and map computations.
+BATCHABLE = frozenset({
+    "parameter", "constant", "tuple", "get-tuple-element", "add", "subtract", "multiply",
+    "divide", "remainder", "power", "maximum", "minimum", "atan2", "complex", "and", "or",
+    "xor", "shift-left", "shift-right-arithmetic", "shift-right-logical", "compare",
+    "select", "clamp", "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt",
+    "ceil", "count-leading-zeros", "cosine", "cosh", "erf", "exponential",
+    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one",
+    "logistic", "negate", "not", "popcnt", "real", "round-nearest-afz",
+    "round-nearest-even", "rsqrt", "sign", "sine", "sinh", "sqrt", "tan", "tanh", "convert",
+    "bitcast-convert", "reduce-precision", "mulhi",
+})
+
+# Non-elementwise opcodes the GPU fusion emitters take inside a fusion
+# (priority_fusion.cc's IsFusible beside the elementwise ones).
+EMITTER_FUSIBLE = frozenset({"copy", "iota", "constant", "reduce", "bitcast", "broadcast",
+                        "concatenate", "dynamic-slice", "dynamic-update-slice", "gather",
+                        "pad", "reduce-window", "reshape", "reverse", "scatter", "slice",
+                        "transpose"})
+
+# Opcodes the interpreter does not execute yet (every other opcode has a handler: the
+# completeness test in tests/unit/test_opcodes.py keeps this list exact).
+NOT_INTERPRETED = frozenset({"collective-reduce", "scaled-dot", "shuffle"})
+
+
+@dataclass(frozen=True)
+class OpcodeFacts:
+    """One row of the table: what the code knows about an opcode (the code generators
+    add their columns here)."""
+
+    name: str
+    arity: int
+    category: str
+    elementwise: bool
+    side_effect: str  # "always", "possible" (attributes decide) or "never"
+    impure: bool
+    transcendental: bool
+    free: bool
+    never_expensive: bool
+    batchable: bool
+    emitter_fusible: bool
+    interpreted: bool
+
+
+def _row(name: str) -> OpcodeFacts:
+    arity_, category_ = OPCODES[name]
+    return OpcodeFacts(
+        name, arity_, category_, name in ELEMENTWISE,
+        "always" if name in SIDE_EFFECT_ALWAYS else
+        "possible" if name in SIDE_EFFECT_POSSIBLE else "never",
+        name in IMPURE, name in TRANSCENDENTAL, name in FREE, name in NEVER_EXPENSIVE,
+        name in BATCHABLE, name in EMITTER_FUSIBLE, name not in NOT_INTERPRETED)
+
+
+TABLE: dict[str, OpcodeFacts] = {name: _row(name) for name in sorted(OPCODES)}
 
 
 def is_known(opcode: str) -> bool:

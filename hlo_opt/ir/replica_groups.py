@@ -14,6 +14,8 @@ import functools
 import math
 import re
 
+from ..errors import HloError
+
 CROSS_REPLICA = "kCrossReplica"
 CROSS_PARTITION = "kCrossPartition"
 CROSS_REPLICA_AND_PARTITION = "kCrossReplicaAndPartition"
@@ -29,8 +31,9 @@ _IOTA_RE = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*\]\s*<=\s*\[([\d\s,]*)\]"
 _GROUP_RE = re.compile(r"\{([^{}]*)\}")
 
 
-class ReplicaGroupsError(ValueError):
-    """Malformed replica_groups / source_target_pairs text, or ids that do not fit."""
+class ReplicaGroupsError(HloError, ValueError):
+    """Malformed replica_groups / source_target_pairs text, or ids that do not fit (the
+    user's input: an :class:`HloError`)."""
 
 
 def _ints(text: str) -> list[int]:

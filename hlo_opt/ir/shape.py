@@ -214,17 +214,58 @@ class Shape:
 
 
 _cache: dict[str, Shape] = {}
+# Limits of what the tool accepts (documented in README "Limits"): deeper tuples, higher
+# ranks or bigger arrays than these are rejected where the shape is written.
+MAX_TUPLE_DEPTH = 64          # real modules nest tuples a few levels deep
+MAX_RANK = 64                 # numpy's limit on array dimensions
+MAX_ARRAY_BYTES = 2**63 - 1   # XLA: an array's byte size must fit in int64
+MAX_TUPLE_LEAVES = 1_000_000  # tuple(t, t) doubles: built shapes could outgrow any text
+
+
+def tuple_limits(shape: "Shape") -> str | None:
+    """Why a (built, not written) tuple shape is beyond the limits, or None.  Iterative
+    and linear in the distinct sub-shapes, however they are shared."""
+    info: dict[int, tuple[int, int]] = {}  # id -> (depth, leaves)
+    stack = [(shape, False)]
+    while stack:
+        s, ready = stack.pop()
+        if id(s) in info:
+            continue
+        if not s.tuple_shapes:
+            info[id(s)] = (0, 0 if s.is_tuple() else 1)
+            continue
+        if not ready:
+            stack.append((s, True))
+            stack.extend((c, False) for c in s.tuple_shapes if id(c) not in info)
+            continue
+        kids = [info[id(c)] for c in s.tuple_shapes]
+        depth = 1 + max(k[0] for k in kids)
+        leaves = sum(k[1] for k in kids)
+        if depth > MAX_TUPLE_DEPTH:
+            return f"the tuple shape nests more than {MAX_TUPLE_DEPTH} levels deep (the limit)"
+        if leaves > MAX_TUPLE_LEAVES:
+            return f"the tuple shape has more than {MAX_TUPLE_LEAVES} leaves (the limit)"
+        info[id(s)] = (depth, leaves)
+    return None
 _ARRAY_RE = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\]")
 _LAYOUT_RE = re.compile(r"\{([0-9,\s]*)(?::((?:[^{}()]|\([^{}()]*\)|\{[^{}()]*\})*))?\}")
 _prefix_cache: dict[str, tuple[Shape, int]] = {}
+# what a layout's tail (tiles, element size, memory space, ...) never holds: kept verbatim,
+# it must print back as it parsed
+_BAD_TAIL_RE = re.compile(r"[\[\]\"'<>=%;]")
 
 
-def parse_shape_at(text: str, pos: int) -> tuple[Shape, int]:
-    """Parse one shape starting at ``pos``; return (shape, end offset)."""
+def parse_shape_at(text: str, pos: int, depth: int = 0) -> tuple[Shape, int]:
+    """Parse one shape starting at ``pos``; return (shape, end offset).  Shapes beyond the
+    limits above (tuple depth, rank, byte size) and layouts that are not a permutation of
+    the dimensions raise :class:`ShapeSyntaxError` at their offset."""
     n = len(text)
     while pos < n and text[pos] in " \t\n\r":
         pos += 1
     if pos < n and text[pos] == "(":
+        if depth >= MAX_TUPLE_DEPTH:
+            raise ShapeSyntaxError(f"tuple shapes nest more than {MAX_TUPLE_DEPTH} levels "
+                                   "deep (the limit)", pos)
         pos += 1
         elems = []
         while True:
@@ -232,7 +273,7 @@ def parse_shape_at(text: str, pos: int) -> tuple[Shape, int]:
                 pos += 1
             if pos < n and text[pos] == ")":
                 return Shape.tuple(elems), pos + 1
-            s, pos = parse_shape_at(text, pos)
+            s, pos = parse_shape_at(text, pos, depth + 1)
             elems.append(s)
             while pos < n and text[pos] in " \t\n\r":
                 pos += 1
@@ -253,17 +294,23 @@ def parse_shape_at(text: str, pos: int) -> tuple[Shape, int]:
     if body:
         for item in body.split(","):
             item = item.strip()
-            if item.startswith("<="):
+            if item.startswith("<=") and item[2:].strip().isdigit() and len(item) <= 21:
                 dims.append(int(item[2:]))
                 dynamic.append(True)
             elif item == "?":
                 dims.append(-1)
                 dynamic.append(True)
-            elif item.isdigit():
+            elif item.isdigit() and len(item) <= 19:
                 dims.append(int(item))
                 dynamic.append(False)
             else:
-                raise ShapeSyntaxError(f"bad dimension '{item}'", m.start(2))
+                raise ShapeSyntaxError(f"bad dimension '{item[:20]}'", m.start(2))
+        if len(dims) > MAX_RANK:
+            raise ShapeSyntaxError(f"rank {len(dims)} is above the limit of {MAX_RANK}",
+                                   m.start(2))
+        if etype in BIT_WIDTH and \
+                (math.prod(dims) * BIT_WIDTH[etype] + 7) // 8 > MAX_ARRAY_BYTES:
+            raise ShapeSyntaxError("the array's byte size does not fit in int64", m.start(2))
     pos = m.end()
     layout = None
     if pos < n and text[pos] == "{":
@@ -271,10 +318,19 @@ def parse_shape_at(text: str, pos: int) -> tuple[Shape, int]:
         if not lm:
             raise ShapeSyntaxError("bad layout", pos)
         m2m_text = lm.group(1).strip()
-        m2m = tuple(int(x) for x in m2m_text.split(",")) if m2m_text else ()
+        try:
+            m2m = tuple(int(x) for x in m2m_text.split(",")) if m2m_text else ()
+        except ValueError:
+            raise ShapeSyntaxError("bad layout", pos) from None
         if etype not in ("token", "opaque") and len(m2m) != len(dims) and (m2m or dims):
             raise ShapeSyntaxError(
-                f"layout {{{m2m_text}}} does not match rank {len(dims)}", pos)
-        layout = Layout(m2m, (lm.group(2) or "").strip())
+                f"layout {{{m2m_text[:40]}}} does not match rank {len(dims)}", pos)
+        if m2m and sorted(m2m) != list(range(len(dims))):
+            raise ShapeSyntaxError(f"layout {{{m2m_text[:40]}}} is not a permutation of the "
+                                   f"dimensions 0..{len(dims) - 1}", pos)
+        tail = (lm.group(2) or "").strip()
+        if _BAD_TAIL_RE.search(tail):
+            raise ShapeSyntaxError("bad layout", pos)
+        layout = Layout(m2m, tail)
         pos = lm.end()
     return Shape(etype, dims, dynamic, layout), pos

@@ -1,6 +1,11 @@
 """Primitive element types: XLA's spellings, bit widths and numpy dtypes."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - numpy loads lazily (printing never needs it)
+    import numpy as np
+
 # name -> bit width (XLA's PrimitiveType in text form).
 BIT_WIDTH: dict[str, int] = {
     "pred": 8,

@@ -78,7 +78,7 @@ class Builder:
         """A constant holding ``literal`` (``text``: its ``to_text()``, when known)."""
         inst = self._add("constant", literal.shape,
                          payload=text if text is not None else literal.to_text())
-        inst._literal = literal
+        inst.cache_literal(literal)
         return inst
 
     def constant_array(self, array, et: str) -> Instruction:
@@ -203,7 +203,7 @@ class Builder:
         new = Instruction(inst.opcode, shape or inst.shape, operands,
                           {k: v for k, v in inst.attrs.items() if k != "control-predecessors"},
                           inst.opcode, inst.payload, inst.called, inst.called_attr)
-        new._literal = inst._literal
+        new.cache_literal(inst.cached_literal)
         self.comp.add_instruction(new)
         self.created.append(new)
         self.created_set.add(new)

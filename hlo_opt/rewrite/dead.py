@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import SIDE_EFFECTING
 
 
 def removable(inst: Instruction, ctrl_succ: set) -> bool:
     return (inst.parent is not None and inst.user_count == 0 and not inst.is_root
-            and inst.opcode != "parameter" and inst.opcode not in SIDE_EFFECTING
-            and not inst.control_predecessors and inst not in ctrl_succ
-            and not inst.control_successors
-            and not (inst.opcode == "custom-call"
-                     and inst.attrs.get("custom_call_has_side_effect") == "true"))
+            and inst.opcode != "parameter" and not inst.control_predecessors
+            and inst not in ctrl_succ and not inst.control_successors
+            and not inst.has_side_effect())
 
 
 def remove_dead(comp: Computation, inst: Instruction, ctrl_succ: set) -> int:

@@ -31,18 +31,9 @@ __all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_m
 FUSED_COMPUTATION_NAME = "fused_computation"
 
 
-def is_mof(inst: Instruction) -> bool:
-    """XLA's IsMultiOutputFusion: a fusion whose fused root is a tuple."""
-    return inst.opcode == "fusion" and inst.called[0].root.opcode == "tuple"
-
-
-def fusion_outputs(inst: Instruction) -> list[Instruction]:
-    """GetOutputsOfFusible: the fused values a fusion returns (the instruction itself
-    for a non-fusion)."""
-    if inst.opcode != "fusion":
-        return [inst]
-    root = inst.called[0].root
-    return list(root.operands) if root.opcode == "tuple" else [root]
+# the IR's definitions, under the names the fusion passes use
+is_mof = Instruction.is_multi_output_fusion.fget
+fusion_outputs = Instruction.fusion_outputs
 
 
 def fused_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
@@ -70,7 +61,7 @@ def param_for(fusion: Instruction, outer: Instruction) -> Instruction:
     n = len(fc.parameters)
     p = fc.add("parameter", outer.shape, name=f"param_{n}", payload=str(n))
     fusion.operands.append(outer)
-    outer._users[fusion] = None
+    outer.add_user(fusion)
     return p
 
 
@@ -79,7 +70,7 @@ def _drop_operand(fusion: Instruction, index: int) -> None:
     remove_parameter(fc, fc.parameters[index])
     outer = fusion.operands.pop(index)
     if outer not in fusion.operands:
-        outer._users.pop(fusion, None)
+        outer.remove_user(fusion)
 
 
 _IMMUTABLE = (tuple, int, float, str, bool)
@@ -93,10 +84,9 @@ def _clone_into(fc: Computation, inst: Instruction, operands) -> Instruction:
         attrs = dict(attrs)
     clone = Instruction(inst.opcode, inst.shape, operands, attrs, inst.name, inst.payload,
                         inst.called, inst.called_attr)
-    clone._literal = inst._literal
-    parsed = inst._parsed
-    if parsed:  # typed attributes parsed already (immutable values only: never shared)
-        clone._parsed = {k: v for k, v in parsed.items() if isinstance(v, _IMMUTABLE)}
+    # the literal and the typed attributes parsed already (immutable values only: never
+    # shared)
+    clone.copy_caches_from(inst, lambda v: isinstance(v, _IMMUTABLE))
     return fc.add_instruction(clone)
 
 
@@ -127,8 +117,8 @@ def create_fusion(comp: Computation, inst: Instruction, kind: str,
 def _wrappable(comp: Computation, inst: Instruction) -> bool:
     """Can create_fusion move ``inst`` itself into its fusion (no control edge involved,
     which copies drop)?"""
-    return comp.module is not None and not inst._control_predecessors and \
-        not inst._control_successors and "control-predecessors" not in inst.attrs
+    return comp.module is not None and not inst.has_control_edges and \
+        "control-predecessors" not in inst.attrs
 
 
 def _wrap_moving(comp: Computation, fc: Computation, inst: Instruction, operands: list,
@@ -140,14 +130,13 @@ def _wrap_moving(comp: Computation, fc: Computation, inst: Instruction, operands
     old_name = inst.name
     was_root = comp.root is inst
     for o in inst.operands:
-        o._users.pop(inst, None)
-    del comp._instructions[inst]
+        o.remove_user(inst)
+    comp.unlink(inst)
     inner = [params[o] for o in inst.operands]
     inst.operands = inner
     for o in inner:
-        o._users[inst] = None
-    users = inst._users
-    inst._users = {}
+        o.add_user(inst)
+    users = inst.take_users()
     fc.add_instruction(inst)
     fc.root = inst
     fusion = Instruction("fusion", inst.shape, operands, {"kind": kind, "calls": ""}, name,
@@ -195,25 +184,25 @@ def _movable(fusion: Instruction, other: Instruction, comp: Computation, module,
     involved (copies drop those): without ``as_output``, ``other`` feeds nothing but
     ``fusion``; with it, ``other`` is a fusion whose users all move to the fusion's
     outputs (a multi-output ``other``: all read through get-tuple-element)."""
-    if module is None or other._control_predecessors or other._control_successors:
+    if module is None or other.has_control_edges:
         return False
     if as_output:
         if other.opcode != "fusion":
             return False  # the value itself has to stay until its users move
         if other.called[0].root.opcode == "tuple":
-            for u in other._users:
+            for u in other.iter_users():
                 if u is not fusion and u.opcode != "get-tuple-element":
                     return False
     else:
-        if len(other._users) != 1 or fusion not in other._users or comp.root is other:
+        if other.user_count != 1 or not other.has_user(fusion) or comp.root is other:
             return False
         if other.opcode != "fusion":
             return other.opcode != "parameter" and "control-predecessors" not in other.attrs
     oc = other.called[0]
     if oc.module is not module:
         return False
-    for inst in oc._instructions:
-        if inst._control_predecessors or inst._control_successors or \
+    for inst in oc.iter_instructions():
+        if inst.has_control_edges or \
                 "control-predecessors" in inst.attrs:
             return False
     return True
@@ -232,12 +221,12 @@ def _inline_moving(fusion: Instruction, other: Instruction, clones: list | None,
         operands = [param_for(fusion, o) for o in other.operands]
         comp = other.parent
         for o in other.operands:
-            o._users.pop(other, None)
-        del comp._instructions[other]
+            o.remove_user(other)
+        comp.unlink(other)
         other.operands = operands
         for o in operands:
-            o._users[other] = None
-        other._users = {}
+            o.add_user(other)
+        other.take_users()
         old_names.append(other.name)
         fc.add_instruction(other)
         if clones is not None:
@@ -255,12 +244,12 @@ def _inline_moving(fusion: Instruction, other: Instruction, clones: list | None,
             continue
         operands = [mapping[o] for o in inst.operands]
         for o in inst.operands:
-            o._users.pop(inst, None)
+            o.remove_user(inst)
         inst.operands = operands
-        inst._users = {}  # its users re-register as they move, in post order
+        inst.take_users()  # its users re-register as they move, in post order
         for o in operands:
-            o._users[inst] = None
-        del oc._instructions[inst]
+            o.add_user(inst)
+        oc.unlink(inst)
         old_names.append(inst.name)
         fc.add_instruction(inst)
         mapping[inst] = inst
@@ -290,7 +279,7 @@ def _append_output(fusion: Instruction, value: Instruction) -> int:
     fc = fusion.called[0]
     t = fc.root
     t.operands.append(value)
-    value._users[t] = None
+    value.add_user(t)
     t.shape = Shape.tuple(o.shape for o in t.operands)
     fusion.shape = t.shape
     return len(t.operands) - 1
@@ -325,7 +314,7 @@ def absorb(fusion: Instruction, other: Instruction, as_output: bool = False,
             continue
         fc.parameters[i].replace_all_uses_with(value)
         _drop_operand(fusion, i)
-        if o is not other and not o._users and comp.root is not o:
+        if o is not other and not o.user_count and comp.root is not o:
             remove(comp, o)
     if as_output:
         if not is_mof(fusion):

@@ -36,17 +36,7 @@ def replace_and_remove(comp: Computation, old: Instruction, new: Instruction) ->
 
 def remove_parameter(comp: Computation, param: Instruction) -> int:
     """Remove an unused parameter and renumber the later ones; returns its old number."""
-    n = int(param.payload)
-    if param.user_count:
-        raise ValueError(f"parameter %{param.name} still has users")
-    del comp._instructions[param]
-    if comp.module is not None:
-        comp.module.release_name(param.name)
-    param.parent = None
-    del comp.parameters[n]
-    for k in range(n, len(comp.parameters)):
-        comp.parameters[k].payload = str(k)
-    return n
+    return comp.remove_parameter(param)
 
 
 def remove_dead_operands(comp: Computation, operands) -> None:
@@ -205,7 +195,7 @@ def control_tainted(comp) -> set:
     """Instructions with control edges (either end): the fusion passes leave them alone,
     so no control dependency is lost when instructions move into fusions."""
     out = set()
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.control_predecessors:
             out.add(inst)
             out.update(inst.control_predecessors)

@@ -11,8 +11,8 @@ A capture name used twice must bind the *same* instruction, so ``x - x`` is simp
 operands swapped.  A rule's ``when(opts)`` names the options it needs.
 
 :class:`RewriteCtx` is what rule functions receive: the options, the instruction being
-rewritten (``ctx.inst``) and :class:`~hlo_opt.rewrite.builder.Builder` methods (``ctx.b``) that create
-shape-correct instructions next to it.  :func:`run_rules` drives a table over a
+rewritten (``ctx.inst``) and :class:`~hlo_opt.rewrite.builder.Builder` methods (``ctx.b``)
+that create shape-correct instructions next to it.  :func:`run_rules` drives a table over a
 computation in post order until nothing changes (bounded like XLA's rerun limit).
 
 Speed: most instructions match no rule, so that case is kept cheap.  A table answers
@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from hlo_opt.fuel import consume_fuel, has_fuel, limited
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.rewrite.builder import Builder
@@ -497,6 +498,7 @@ class RewriteCtx:
     inexact_fired: Counter = field(default_factory=Counter)
     ctrl_succ: set = field(default_factory=set)
     inexact: bool = False  # a rule sets this when one particular firing may change floats
+    fuel: str | None = None  # the pass name whose fuel (--xla_fuel) each rewrite consumes
 
     @property
     def module(self):
@@ -532,10 +534,13 @@ def _sharding_conflict(old: Instruction, new: Instruction, created) -> bool:
 def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction, cands=None):
     """Apply the first matching rule to ``inst``; returns the replacement, CHANGED or None.
     ``cands``: ``rules.candidates(inst)`` when the caller has it already."""
+    fuel = ctx.fuel
     for r in (cands if cands is not None else rules.candidates(inst)):
         binds = r.m(inst)
         if binds is None or (r.when is not None and not r.when(ctx.opts)):
             continue
+        if fuel is not None and not has_fuel(fuel):
+            return None  # out of fuel: no more rewrites (asked before an in-place edit)
         b = ctx.b
         ctx.inst = inst
         mark = len(b.created)
@@ -547,6 +552,8 @@ def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction, cands=None):
                 b.discard_since(mark)
             continue
         if res is CHANGED:
+            if fuel is not None:
+                consume_fuel(fuel, lambda: f"{r.label} (in place) at %{inst.name}")
             ctx.fired[r.label] += 1
             if not r.exact or ctx.inexact:
                 ctx.inexact_fired[r.label] += 1
@@ -559,6 +566,8 @@ def try_rules(ctx: RewriteCtx, rules: Rules, inst: Instruction, cands=None):
                 _sharding_conflict(inst, res, b.created_set):
             b.discard_since(mark)
             continue
+        if fuel is not None:
+            consume_fuel(fuel, lambda: f"{r.label} at %{inst.name}")
         ctx.fired[r.label] += 1
         if not r.exact or ctx.inexact:
             ctx.inexact_fired[r.label] += 1
@@ -572,14 +581,14 @@ def has_opcode(module, opcodes) -> bool:
     """Whether an instruction of ``module`` has one of ``opcodes`` (a set): one scan that
     allocates nothing, so a pass with nothing to do on a module returns at once."""
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.opcode in opcodes:
                 return True
     return False
 
 
 def comp_has_opcode(comp: Computation, opcodes) -> bool:
-    for inst in comp._instructions:
+    for inst in comp.iter_instructions():
         if inst.opcode in opcodes:
             return True
     return False
@@ -587,7 +596,7 @@ def comp_has_opcode(comp: Computation, opcodes) -> bool:
 
 def control_successors(comp: Computation) -> set:
     """The instructions of ``comp`` that are some instruction's control predecessor."""
-    return {i for i in comp._instructions if i._control_successors}
+    return {i for i in comp.iter_instructions() if i.has_control_successors}
 
 
 _MAX_TRIES = 8  # rewrites of one visited instruction (and its replacements) per sweep
@@ -595,16 +604,20 @@ _MAX_TRIES = 8  # rewrites of one visited instruction (and its replacements) per
 
 def run_rules(comp: Computation, rules: Rules, opts, fired: Counter | None = None,
               inexact: Counter | None = None, max_sweeps: int = 50,
-              skip: Callable[[Instruction], bool] | None = None) -> bool:
+              skip: Callable[[Instruction], bool] | None = None,
+              fuel: str | None = None) -> bool:
     """Sweep ``comp`` in post order applying ``rules`` until a sweep changes nothing.
 
     Each sweep visits the instructions in the post order taken at its start; an
     instruction none of whose rules can match (:meth:`Rules.candidates`) costs one
     lookup.  A rule's replacement is tried again at once (bounded), the way XLA's visitor
-    would meet it on its next run, so chains collapse in one sweep."""
+    would meet it on its next run, so chains collapse in one sweep.  ``fuel``: the pass
+    name each rewrite takes a unit of ``--xla_fuel`` from (checked only when limited)."""
     changed = False
     b = Builder(comp)
     ctx = RewriteCtx(comp, opts, b)
+    if fuel is not None and limited(fuel):
+        ctx.fuel = fuel
     rules = rules.for_options(opts)
     candidates = rules.candidates
     for _ in range(max_sweeps):
@@ -613,7 +626,7 @@ def run_rules(comp: Computation, rules: Rules, opts, fired: Counter | None = Non
         for inst in comp.post_order():
             tries = 0
             while True:
-                if inst.parent is not comp or inst._control_predecessors \
+                if inst.parent is not comp or inst.control_predecessors \
                         or (ctrl_succ and inst in ctrl_succ) \
                         or (skip is not None and skip(inst)):
                     break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..ir.shape import Shape
+from ..ir.shape import Shape, tuple_limits
 from ..ir.types import is_float, is_integral
 from .common import (PRED_SCALAR, S32_SCALAR, TOKEN, U32_SCALAR, CannotInfer, attr, called,
                      compatible, declared, fail, need_operands, program_shape,
@@ -13,7 +13,11 @@ from .reduce import called_by_name
 
 
 def tuple_(inst) -> Shape:
-    return Shape.tuple(o.shape for o in inst.operands)
+    shape = Shape.tuple(o.shape for o in inst.operands)
+    problem = tuple_limits(shape)
+    if problem:
+        fail(problem)
+    return shape
 
 
 def get_tuple_element(inst) -> Shape:
@@ -195,7 +199,7 @@ def parameter(inst) -> Shape:
 
 def constant(inst) -> Shape:
     out = declared(inst, "shape")
-    lit = inst._literal  # only when already parsed: checking text here would not be linear
+    lit = inst.cached_literal  # only when already parsed: checking text here would not be linear
     if lit is not None and not compatible(lit.shape, out):
         fail(f"constant literal has shape {text(lit.shape)}, instruction says {text(out)}")
     return out

@@ -216,7 +216,7 @@ def iota(inst) -> Shape:
     out = declared(inst, "shape")
     if not out.is_array() or out.rank == 0:
         fail(f"iota must produce an array of rank >= 1, declares {text(out)}")
-    d = int_attr(inst, "iota_dimension", 0)
+    d = int_attr(inst, "iota_dimension")  # required, as in XLA's parser
     if d < 0 or d >= out.rank:
         fail(f"iota_dimension {d} is out of range for rank {out.rank}")
     t = out.element_type

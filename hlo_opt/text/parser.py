@@ -30,6 +30,7 @@ from .patterns import (ATTR_ITEM_RE, BALANCED_BRACES_RE, BARE_NAME_RE, BARE_OPER
                        OPERAND_NAME_RE, OPERAND_SHAPE_RE, OPERAND_SIGNATURE_RE, PCT_SPLIT_RE,
                        SIGNATURE_RE, SPECIAL_ATTRS, STACK_TABLES, WS_RE)
 from .scan import ScanError, split_modules, strip_comments
+from .source_map import SourceMap
 
 __all__ = ["parse_hlo", "parse_hlo_modules", "split_modules", "strip_comments"]
 
@@ -49,6 +50,7 @@ class _Parser(GeneralScanner):
         self.comp_starts = [0]  # where computations start: lark re-reads from there
         self.anchor = -1  # start of the last instruction read before the general scanner
         self.omitted: dict[Instruction, int] = {}  # instructions written without a shape
+        self.positions: dict[Instruction, int] = {}  # where each instruction's name is
         self.text = strip_comments(text)
 
     def error(self, pos: int, what: str) -> HloParseError:
@@ -64,6 +66,7 @@ class _Parser(GeneralScanner):
         text = self.text
         module = HloModule("")
         module.filename = self.filename
+        module.source = SourceMap(self.raw, self.filename, self.base_line, self.positions)
         pos = self.skip_ws(0)
         m = HEADER_RE.match(text, pos)
         if m:
@@ -175,6 +178,7 @@ class _Parser(GeneralScanner):
         shapes = _shapes
         opcodes = OPCODES
         by_name: dict[str, Instruction] = {}
+        positions = self.positions
         get_inst = by_name.__getitem__
         later: list = []  # (inst, operand names, position): operands defined further down
         ctrl: list = []
@@ -226,6 +230,7 @@ class _Parser(GeneralScanner):
                     if opcode == "parameter":
                         params.append(inst)
                     by_name[name] = inst
+                    positions[inst] = m.start(2)
                     inst.parent = comp
                     if is_root:
                         if root is not None:
@@ -256,6 +261,7 @@ class _Parser(GeneralScanner):
             if inst.opcode == "parameter":
                 params.append(inst)
             by_name[inst.name] = inst
+            positions[inst] = npos
             inst.parent = comp
             if root_pos >= 0:
                 if root is not None:
@@ -278,8 +284,8 @@ class _Parser(GeneralScanner):
             except KeyError as e:
                 raise ScanError(npos, f"unknown control predecessor '%{e.args[0]}'",
                                 semantic=True) from None
-        comp._instructions = dict.fromkeys(by_name.values())
-        module._names.update(by_name)
+        comp.set_instructions(by_name.values())
+        module.reserve_names(by_name)
         comp.root = root if root is not None else next(reversed(by_name.values()))
         if params:
             comp.parameters = self.number_parameters(comp, params)
@@ -294,7 +300,7 @@ class _Parser(GeneralScanner):
         numbers: dict[int, Instruction] = {}
         for p in params:
             payload = p.payload
-            if not (payload.isascii() and payload.isdigit()):
+            if not (payload.isascii() and payload.isdigit() and len(payload) <= 18):
                 raise ScanError(self.position_of(p), f"parameter '{p.name}' needs a number, "
                                 "e.g. parameter(0)", semantic=True)
             k = int(payload)
@@ -375,13 +381,13 @@ def _uniquify_instruction_names(module: HloModule) -> None:
     """Instruction names are unique per module, as XLA's parser makes them: where two
     computations reuse a name, the first one (callees before the entry) keeps it and later
     ones get a fresh ``name.N`` that clashes with no name in the text."""
-    total = sum(len(c._instructions) for c in module.computations)
-    if total == len(module._names):
+    total = sum(c.instruction_count() for c in module.computations)
+    if total == module.name_count():
         return  # the common case: nothing repeats
     seen: set[str] = set()
     order = [c for c in module.computations if not c.is_entry] + [module.entry]
     for comp in order:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.name in seen:
                 inst.name = module.unique_name(inst.name)
             seen.add(inst.name)

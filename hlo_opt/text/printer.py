@@ -4,7 +4,10 @@
 """
 from __future__ import annotations
 
-from ..ir.module import HloModule
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - the IR imports this module, not the reverse
+    from ..ir.module import HloModule
 
 
 def module_header(module: HloModule) -> str:

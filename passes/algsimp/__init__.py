@@ -7,6 +7,7 @@ runs the table over every non-fusion computation in post order until nothing cha
     from passes.algsimp import AlgebraicSimplifier, AlgebraicSimplifierOptions
     AlgebraicSimplifier(AlgebraicSimplifierOptions(enable_fast_math=True)).run(module)
 
+Each rewrite takes a unit of ``--xla_fuel=algsimp=N`` when fuel is limited.
 ``last_fired`` (a Counter of rule labels) and ``last_inexact`` (rules that may have changed
 float rounding) describe the most recent run.
 """
@@ -26,7 +27,7 @@ def _skipped_computations(module) -> set:
     """Computations called by fusions and async ops: algsimp leaves them alone."""
     out = set()
     for comp in module.computations:
-        for inst in comp._instructions:
+        for inst in comp.iter_instructions():
             if inst.called and (inst.opcode == "fusion" or inst.opcode.startswith("async-")):
                 out.update(inst.called)
     return out
@@ -51,7 +52,7 @@ class AlgebraicSimplifier:
             if comp in skip or comp.module is not module:
                 continue
             if run_rules(comp, self.rules, self.options, self.last_fired, self.last_inexact,
-                         max_sweeps=sweeps):
+                         max_sweeps=sweeps, fuel=self.name):
                 changed = True
         return changed
 

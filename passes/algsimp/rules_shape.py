@@ -7,8 +7,8 @@ from __future__ import annotations
 from hlo_opt.ir.opcodes import is_elementwise
 
 from hlo_opt.rewrite.rules import CHANGED, P, RuleList, Rules, X, remove_dead
-from hlo_opt.analysis.shape_util import (common_factors, drop_degenerate, inserted_or_deleted_1_dims,
-                           reshape_leaves_dims_unmodified)
+from hlo_opt.analysis.shape_util import (common_factors, drop_degenerate,
+                                         inserted_or_deleted_1_dims, reshape_leaves_dims_unmodified)
 from .options import layout_free
 from .predicates import compose_perm, inverse_perm, is_identity_perm
 
@@ -106,7 +106,7 @@ def _may_sink(bc) -> bool:
     rule's predicate runs for every broadcast of every sweep, and allocates nothing.)"""
     if bc.shape.rank == 0:
         return False
-    for user in bc._users:
+    for user in bc.iter_users():
         if is_elementwise(user.opcode) and user.opcode not in ("copy", "fusion"):
             for o in user.operands:
                 if o.opcode != "broadcast":
@@ -128,7 +128,7 @@ _SCALAR_BCAST_USERS = _PERMUTING | {"sort", "slice", "dynamic-slice"}
 
 
 def _may_replace_users(bc) -> bool:
-    for u in bc._users:
+    for u in bc.iter_users():
         if u.opcode in _SCALAR_BCAST_USERS:
             return True
     return False

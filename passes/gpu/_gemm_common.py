@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from hlo_opt.errors import PassError
 from hlo_opt.ir.attributes import parse_string
 from hlo_opt.ir.instruction import Instruction
 
@@ -18,10 +19,19 @@ AUX_EPILOGUES = frozenset({"GELU_AUX", "BIAS_GELU_AUX"})
 
 
 def read_config(inst: Instruction) -> dict:
+    """The backend_config JSON object ({} when absent); a user's config that is not one
+    is a PassError naming the instruction, not a JSONDecodeError."""
     raw = inst.attrs.get("backend_config", "").strip()
-    if raw.startswith('"'):
-        raw = parse_string(raw)
-    return json.loads(raw) if raw else {}
+    try:
+        if raw.startswith('"'):
+            raw = parse_string(raw)
+        config = json.loads(raw) if raw else {}
+    except (ValueError, RecursionError) as e:
+        raise PassError(f"%{inst.name}: backend_config is not JSON ({str(e)[:80]})") \
+            from None
+    if not isinstance(config, dict):
+        raise PassError(f"%{inst.name}: backend_config is not a JSON object")
+    return config
 
 
 def write_config(inst: Instruction, config: dict) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 from hlo_opt.ir.clone import clone_computation
 from hlo_opt.ir.shape import Shape
 
-from ..dce import has_side_effect_no_recurse
 from ..dce import HloDCE
 from ..tuple_simplifier import TupleSimplifier
 from ._float_support import GpuFloatSupport
@@ -317,7 +316,7 @@ class _Visitor:
         self.convert_called_computations(hlo, low_comps)
 
     def default_action(self, comp, hlo) -> None:
-        if hlo.opcode in _LEFT_ALONE or has_side_effect_no_recurse(hlo):
+        if hlo.opcode in _LEFT_ALONE or hlo.has_side_effect_no_recurse():
             return
         if hlo.opcode in _PER_OUTPUT and hlo.shape.is_tuple():
             self.handle_multiple_outputs(comp, hlo)

@@ -28,7 +28,6 @@ from hlo_opt.ir.attributes import PaddingConfig, SliceSpec
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from ._computations import nonfusion_computations
 from hlo_opt.rewrite.graph import remove
 
 # (minimum compute capability, element type, multiple): CublasPaddingRequirements
@@ -171,7 +170,7 @@ class CublasPadForGemms:
         triton = module.config.debug_options.xla_gpu_enable_triton_gemm
         device = module.config.device
         for datatype, multiple in self._requirements(module):
-            for comp in nonfusion_computations(module):
+            for comp in module.nonfusion_computations(post_order=True):
                 for dot in relevant_dots(comp, datatype, triton, device):
                     changed |= pad_for_gemm(dot, datatype, multiple)
         return changed

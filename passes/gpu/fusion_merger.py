@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 
 from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
-                       fusion_fits_in_budget, is_input_fusible_reduction, is_loop_fusion,
-                       is_physically_transposing, producer_consumer_fusible)
+                                          fusion_fits_in_budget, is_input_fusible_reduction,
+                                          is_loop_fusion, is_physically_transposing,
+                                          producer_consumer_fusible)
 from hlo_opt.rewrite.fusion import absorb, create_fusion
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
@@ -30,7 +32,7 @@ def _ir_size(inst) -> int:
     if inst.opcode != "fusion":
         return 1
     n = 0
-    for i in inst.called[0]._instructions:
+    for i in inst.called[0].iter_instructions():
         if i.opcode != "parameter":
             n += 1
     return n
@@ -40,7 +42,7 @@ def _splits(inst) -> int:
     if inst.opcode != "fusion":
         return 1 if inst.opcode in _SPLITTING else 0
     n = 0
-    for i in inst.called[0]._instructions:
+    for i in inst.called[0].iter_instructions():
         if i.opcode in _SPLITTING:
             n += 1
     return n
@@ -106,7 +108,8 @@ class FusionMerger:
                     continue
                 if producer in tainted or any(u in tainted for u in producer.users):
                     continue
-                if self.should_fuse(producer, info) is None:
+                if self.should_fuse(producer, info) is None and consume_fuel(
+                        self.name, lambda: f"merge %{producer.name} into its users"):
                     self._fuse_into_all_users(comp, producer, info)
                     changed = True
         return changed

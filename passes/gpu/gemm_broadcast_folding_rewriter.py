@@ -10,7 +10,6 @@ stride) instead of reading a materialised copy per batch.
 """
 from __future__ import annotations
 
-from ._computations import nonfusion_computations
 from ._gemm_common import gemm_config, is_gemm, set_gemm_config
 from hlo_opt.rewrite.graph import remove_dead_operands
 
@@ -45,7 +44,7 @@ class GemmBroadcastFoldingRewriter:
 
     def run(self, module) -> bool:
         changed = False
-        for comp in nonfusion_computations(module):
+        for comp in module.nonfusion_computations(post_order=True):
             for inst in comp.post_order():
                 if inst.parent is comp and is_gemm(inst) and len(inst.operands) >= 2:
                     old = list(inst.operands[:2])

@@ -111,11 +111,8 @@ class GpusolverRewriter:
     name = "gpusolver-rewriter"
 
     def run(self, module) -> bool:
-        fused = module.fusion_computations()
         changed = False
-        for comp in list(module.computations):
-            if comp in fused:
-                continue
+        for comp in module.nonfusion_computations():
             for inst in [i for i in comp.instructions if rewritable(i)]:
                 rewrite_cholesky(comp, inst)
                 changed = True

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from hlo_opt.analysis.reachability import Reachability
 
-from ._computations import nonfusion_computations
 from hlo_opt.analysis.gpu.fusible import (fusion_fits_in_budget, is_consumer_the_only_non_root_user,
-                       is_fusion_kind, is_input_fusible_reduction, real_hero_for_mof,
-                       shapes_compatible_for_mof)
+                                          is_fusion_kind, is_input_fusible_reduction,
+                                          real_hero_for_mof, shapes_compatible_for_mof)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted
 
@@ -59,7 +58,7 @@ class _Order:
     instructions after every existing one in creation order."""
 
     def __init__(self, comp):
-        self.index = {inst: i for i, inst in enumerate(comp._instructions)}
+        self.index = {inst: i for i, inst in enumerate(comp.iter_instructions())}
         self.next = len(self.index)
 
     def __call__(self, inst) -> int:
@@ -93,7 +92,7 @@ class GpuHorizontalInputFusion:
         with computation_batch(module):
             device = module.config.device
             changed = False
-            for comp in nonfusion_computations(module):
+            for comp in module.nonfusion_computations(post_order=True):
                 changed |= self._run_on(comp, device)
             return changed
 

@@ -18,10 +18,10 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
 from hlo_opt.analysis.gpu.fusible import (fused_instructions, is_consumer_the_only_non_root_user,
-                       is_elementwise, is_loop_fusion)
+                                          is_elementwise, is_loop_fusion)
 from hlo_opt.rewrite.fusion import create_fusion, fusion_outputs
 from hlo_opt.rewrite.graph import (add_computation, add_gte, computation_batch, control_tainted,
-                     drop_computation, remove)
+                                   drop_computation, remove)
 
 SHAPE_THRESHOLD = 128 * 2048
 INSTR_COUNT_THRESHOLD = 30
@@ -149,7 +149,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
             attrs = {k: v for k, v in old.attrs.items() if k != "control-predecessors"}
             new = Instruction(old.opcode, old.shape, [clone_map[o] for o in old.operands],
                               attrs, old.name, old.payload, old.called, old.called_attr)
-            new._literal = old._literal
+            new.cache_literal(old.cached_literal)
             fc.add_instruction(new)
             clone_map[old] = new
             metadata = old.attrs.get("metadata", metadata)

@@ -22,12 +22,15 @@ gathers / overlapping windows, at most 96 operands + outputs, 8 unnested reducti
 from __future__ import annotations
 
 from hlo_opt.analysis.reachability import Reachability
+from hlo_opt.fuel import consume_fuel
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation, is_input_fusible,
-                       effectively_at_most_unary, fusion_fits_in_budget, gpu_is_expensive,
-                       is_always_duplicable, is_fusible, is_input_fusible_reduction,
-                       is_physically_transposing, producer_consumer_fusible,
-                       reuses_operand_elements, should_fuse_in_place_op)
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation,
+                                          is_input_fusible, effectively_at_most_unary,
+                                          fusion_fits_in_budget, gpu_is_expensive,
+                                          is_always_duplicable, is_fusible,
+                                          is_input_fusible_reduction, is_physically_transposing,
+                                          producer_consumer_fusible, reuses_operand_elements,
+                                          should_fuse_in_place_op)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
@@ -51,7 +54,7 @@ class FusionRules:
         producer = consumer.operands[i]
         if producer.is_root:
             return "not fusing into the output of the root instruction"
-        would_duplicate = not (producer.user_count == 1 and consumer in producer._users)
+        would_duplicate = not (producer.user_count == 1 and producer.has_user(consumer))
         if would_duplicate and (not self.may_duplicate or gpu_is_expensive(producer)) \
                 and not is_always_duplicable(producer):
             return ("expensive producer would be duplicated" if self.may_duplicate
@@ -212,6 +215,9 @@ class GpuInstructionFusion:
                     continue
                 if rules.should_fuse(inst, i):
                     continue
+                if not consume_fuel(self.name, lambda: f"fuse %{operand.name} into "
+                                                       f"%{inst.name}"):
+                    continue  # --xla_fuel spent
                 fusion = rules.fuse(operand, inst, comp)
                 changed = True
                 index[fusion] = len(queue)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 from hlo_opt.analysis.reachability import Reachability
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fusion_fits_in_budget,
-                       is_fusible_as_mof_root, is_fusion_kind, is_mof, producer_multi_output_fusible,
-                       real_hero_for_mof, shapes_compatible_for_mof)
+from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind,
+                                          fusion_fits_in_budget, is_fusible_as_mof_root,
+                                          is_fusion_kind, is_mof, producer_multi_output_fusible,
+                                          real_hero_for_mof, shapes_compatible_for_mof)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from .fusion_merger import producer_consumer_merged_too_large
@@ -115,7 +117,9 @@ class GpuMultiOutputFusion:
             if self._fuse_siblings(comp, producer, reach, info):
                 changed = True
             consumer = self._pick_consumer(producer, reach, info)
-            if consumer is None:
+            if consumer is None or not consume_fuel(
+                    self.name, lambda: f"fuse %{producer.name} into %{consumer.name} "
+                                       "(multi-output)"):
                 continue
             changed = True
             for x in (producer, consumer):
@@ -172,7 +176,9 @@ class GpuMultiOutputFusion:
                 if b.parent is not comp or b in self.tainted or self._sibling_candidate(b) \
                         or reach.connected(a, b) \
                         or self._shapes_compatible(a, b) or _legal_to_fuse(a, b, self.device,
-                                                                            info):
+                                                                            info) \
+                        or not consume_fuel(self.name, lambda: f"fuse sibling %{b.name} "
+                                                               f"into %{a.name}"):
                     j += 1
                     continue
                 for x in (a, b):

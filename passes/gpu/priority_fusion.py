@@ -31,24 +31,24 @@ from heapq import heappush
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
+from hlo_opt.fuel import consume_fuel
 
 from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
-                       MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
-                       _subshape_count, _unnested_reductions, can_emit_input_fused_scatter,
-                       choose_fusion_kind, fused_instructions, is_elementwise,
-                       is_fusible as hlo_is_fusible, is_input_fusible,
-                       is_input_fusible_reduction, is_input_fusible_transpose,
-                       in_place_operands, is_intermediate, should_fuse_in_place_op)
+                                          MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
+                                          _subshape_count, _unnested_reductions,
+                                          can_emit_input_fused_scatter, choose_fusion_kind,
+                                          fused_instructions, is_elementwise,
+                                          is_fusible as hlo_is_fusible, is_input_fusible,
+                                          is_input_fusible_reduction, in_place_operands, is_intermediate,
+                                          should_fuse_in_place_op)
+from hlo_opt.ir.opcodes import EMITTER_FUSIBLE
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
 from .fusion_merger import (_SPLITTING, MAX_BASIC_BLOCK_SPLITS_PER_FUSION, MAX_IR_SIZE,
                             _ir_size, _splits)
 
-_ELEMENTAL = frozenset({"copy", "iota", "constant", "reduce", "bitcast", "broadcast",
-                        "concatenate", "dynamic-slice", "dynamic-update-slice", "gather",
-                        "pad", "reduce-window", "reshape", "reverse", "scatter", "slice",
-                        "transpose"})
+_ELEMENTAL = EMITTER_FUSIBLE
 INF = float("inf")
 _MISSING = object()
 # operands of a new fusion whose priority is not recomputed (see the loop)
@@ -69,7 +69,7 @@ def gpu_fusible(inst) -> bool:
 def _significant_reduce(inst) -> bool:
     op = inst.opcode
     if op == "fusion":
-        body = inst.called[0]._instructions
+        body = inst.called[0].iter_instructions()
     elif op == "reduce":
         body = (inst,)
     else:
@@ -115,7 +115,7 @@ def _fusion_facts(fusion) -> _Facts:
     sigred = False
     shared = reductions = splits = irsize = 0
     splitting = _SPLITTING
-    for i in comp._instructions:
+    for i in comp.iter_instructions():
         op = i.opcode
         if op == "parameter":
             continue
@@ -344,7 +344,7 @@ class GpuPriorityFusion:
             return INF
         if op == "constant":
             return -INF
-        users = producer._users  # (read only here: iterating it directly is safe)
+        users = producer.users_view  # (read only here: iterating it directly is safe)
         if not users:
             return -INF
         any_non_bitcast = False
@@ -408,7 +408,7 @@ class GpuPriorityFusion:
             producer = queue.pop()
             if producer is None:
                 break
-            consumers = list(producer._users)
+            consumers = producer.users
             if producer.opcode == "bitcast":
                 consumers = [c for c in consumers if not self.can_fuse_cached(producer, c, queue)]
             if not consumers:
@@ -421,6 +421,9 @@ class GpuPriorityFusion:
             for consumer in consumers:
                 if consumer.opcode == "bitcast" or consumer.parent is not comp:
                     continue
+                if not consume_fuel(self.name, lambda: f"fuse %{producer.name} into "
+                                                       f"%{consumer.name}"):
+                    continue  # --xla_fuel spent: this fusion is not made
                 # queue.invalidate(producer), queue.invalidate(consumer)
                 for x in (producer, consumer):
                     can_fuse_cache.pop(x, None)
@@ -457,7 +460,7 @@ class GpuPriorityFusion:
                             to_update[o] = None
                 to_update[fusion] = None
                 fused_now.add(fusion)
-            if producer.parent is comp and not producer._users and comp.root is not producer:
+            if producer.parent is comp and not producer.user_count and comp.root is not producer:
                 version.pop(producer, None)
                 to_update.pop(producer, None)
                 self._remove(comp, producer)
@@ -486,7 +489,9 @@ class GpuPriorityFusion:
                 continue
             for user in list(constant.users):
                 if user not in self.tainted and gpu_fusible(user) and not can_emit_input_fused_scatter(constant, user) and \
-                        user.parent is comp:
+                        user.parent is comp and consume_fuel(
+                            self.name, lambda: f"fuse constant %{constant.name} into "
+                                               f"%{user.name}"):
                     self._fuse(constant, user, comp)
                     changed = True
             if constant.parent is comp and constant.user_count == 0 and not constant.is_root:
@@ -529,7 +534,7 @@ class GpuPriorityFusion:
         (if any) still name the old operand; they stay in use as they are, but are no
         longer grown incrementally."""
         evaluations = self.evaluations
-        for user in fusion._users:
+        for user in fusion.iter_users():
             ev = evaluations.get(user)
             if ev is not None:
                 ev.stale = True

@@ -14,9 +14,10 @@ import math
 
 from hlo_opt.rewrite.graph import fusible_computations
 from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
-from hlo_opt.analysis.gpu.reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound, reduction_dimensions,
-                         reduction_is_race_free, reduction_kind,
-                         is_reduction_from_or_to_contiguous_dimensions)
+from hlo_opt.analysis.gpu.reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound,
+                                            reduction_dimensions, reduction_is_race_free,
+                                            reduction_kind,
+                                            is_reduction_from_or_to_contiguous_dimensions)
 
 
 def _should_swap(k, n_div_k, n, bound, is_row) -> bool:

@@ -63,11 +63,8 @@ class TriangularSolveRewriter:
     name = "triangular-solve-rewriter"
 
     def run(self, module) -> bool:
-        fused = module.fusion_computations()
         changed = False
-        for comp in list(module.computations):
-            if comp in fused:
-                continue
+        for comp in module.nonfusion_computations():
             for inst in [i for i in comp.instructions if i.opcode == "triangular-solve"]:
                 rewrite_triangular_solve(comp, inst)
                 changed = True

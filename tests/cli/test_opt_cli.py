@@ -59,12 +59,15 @@ def test_stdin():
     assert "%n = f32[4]{0} negate(f32[4]{0} %p)" in out
 
 
-def test_split_input_file_joins_outputs_with_a_newline():
+def test_split_input_file_keeps_the_separators():
     second = SMALL.replace("small", "second").replace("negate", "abs")
     text = SMALL + "// -----\n" + second
     out = invoke(["--split-input-file", "-"], input=text).output
     first_text, second_text = parse_hlo(SMALL).to_text(), parse_hlo(second).to_text()
-    assert out == first_text + "\n" + second_text
+    assert out == first_text + "\n// -----\n" + second_text
+    # the output reads back as the same modules
+    again = invoke(["--split-input-file", "-"], input=out).output
+    assert again == out
 
 
 def test_without_split_a_separator_is_just_a_comment():
@@ -116,3 +119,53 @@ def test_garbage_on_stdin_is_a_clean_error(text):
     assert proc.returncode == 1
     assert proc.stderr.startswith("<stdin>:") and ": error: " in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_summary_shares_are_of_the_total_and_say_where_the_rest_went():
+    import re
+    from rich.console import Console
+    from hlo_opt import passes_api
+    from hlo_opt.commands.dumps import print_summary
+    from hlo_opt.flags import DebugOptions
+    collected = []
+    passes_api.optimize(parse_hlo(SORT.read_text()), DebugOptions(), pipeline="optimization",
+                        on_stats=collected.append)
+    console = Console(record=True, width=200)
+    print_summary(collected, console)
+    text = console.export_text()
+    assert "outside passes" in text
+    total = re.search(r"total\s+│\s+│\s+│\s+([\d.]+)\s+│\s+100%", text)
+    assert total and abs(float(total.group(1)) - collected[0].total_ms) < 0.01
+    shares = [int(s) for s in re.findall(r"│\s+(\d+)%\s+│", text)]
+    assert shares[-1] == 100 and 95 <= sum(shares[:-1]) <= 105  # rounding only
+
+
+def test_help_starts_without_loading_the_library():
+    """`hlo-opt --help` imports click and the command modules only: no parser, numpy,
+    rich or passes (benchmarks/startup_bench.py times it against `import click`)."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom hlo_opt import cli\nsys.argv = ['hlo-opt', '--help']\n"
+            "try:\n    cli.run()\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    loaded = set(r.stderr.split())
+    assert "hlo_opt.cli" in loaded and "--passes" in r.stdout and "Commands:" in r.stdout
+    heavy = {"numpy", "rich", "lark", "passes", "hlo_opt.text.parser", "hlo_opt.ir.module"}
+    assert not heavy & loaded, heavy & loaded
+
+
+@pytest.mark.skipif(not HLO_OPT.exists(), reason="the hlo-opt console script is not installed")
+def test_the_cli_says_what_it_does():
+    r = console(["-V"])
+    assert r.returncode == 0 and r.stdout.startswith("hlo-opt, version ")
+    r = console(["--help"])
+    assert all(o in r.stdout for o in ("--passes", "--pipeline", "--summary", "--stats",
+                                       "-o, --o", "-V, --version", "run", "diff"))
+    r = console([SORT, "--bogus"])  # usage names the command users typed
+    assert r.returncode != 0 and "Usage: hlo-opt [OPTIONS]" in r.stderr
+    assert "hlo-opt opt" not in r.stderr
+    r = console(["autotune"])  # not a sub-command (ablate is one)
+    assert r.returncode == 1 and "neither a command nor a file" in r.stderr
+    assert "run" in r.stderr and "no such file" not in r.stderr

@@ -226,3 +226,29 @@ def test_dumps_written_by_hlo_opt_itself(tmp_path, monkeypatch, capsys):
     (record,) = json.loads(out)
     assert record["pass"] == "algsimp" and record["equal"] is False
     assert any(r["opcode"] == "convert" for r in record["removed"])
+
+
+def test_dump_dir_pass_that_ran_twice_lists_the_runs_and_shows_the_one_that_changed(
+        tmp_path, monkeypatch, capsys):
+    d = tmp_path / "dump"
+    d.mkdir()
+    _dump(d, 0, "twice", [("pipeline-start", "fusion", LEFT), ("fusion", "dce", RIGHT),
+                          ("dce", "fusion", RIGHT), ("fusion", "pipeline-end", RIGHT)])
+    code, out, _ = run_cli(["diff", d, "--pass", "fusion"], monkeypatch, capsys)
+    assert code == 1
+    assert "pass 'fusion' ran 2 times: step 0001 (changed), step 0003 (no change)" in out
+    assert "0001 pipe.after_fusion" in out and "0003 pipe.after_fusion" not in out
+
+
+def test_dump_dir_all_skips_pipeline_markers_and_names_renames(tmp_path, monkeypatch, capsys):
+    d = tmp_path / "dump"
+    d.mkdir()
+    renamed = LEFT.replace("%neg", "%negated")
+    assert renamed != LEFT
+    _dump(d, 0, "m", [("pipeline-start", "rename", LEFT), ("rename", "pipeline-end", renamed),
+                      ("pipeline-end", "pipeline-start", renamed)])
+    code, out, _ = run_cli(["diff", d, "--all"], monkeypatch, capsys)
+    lines = out.splitlines()
+    assert lines[0].startswith("module_0000 m: 1 steps")
+    assert "rename" in lines[1] and "renamed, structure unchanged" in lines[1]
+    assert not any("pipeline-end" in ln or "pipeline-start" in ln for ln in lines[1:])

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hlo_opt.api import parse_hlo, parse_hlo_modules
 from hlo_opt.cli import main as cli_main
 from hlo_opt.dump import html as html_mod
-from hlo_opt.dump.html import (ASSETS, SHARED_ASSETS_DIR, SHARED_FILES, module_to_html,
+from hlo_opt.dump.html import (ASSETS, SHARED_ASSETS_DIR, SHARED_FILES, asset_bytes, module_to_html,
                                write_shared_assets)
 from tests.conftest import SAMPLES, corpus_files, require_corpus, sample_files
 
@@ -117,7 +117,7 @@ def test_write_shared_assets_is_complete_idempotent_and_readable(tmp_path):
     target = tmp_path / href
     assert sorted(p.name for p in target.iterdir()) == sorted(SHARED_FILES)
     for name in SHARED_FILES:
-        assert (target / name).read_bytes() == (ASSETS / name).read_bytes()
+        assert (target / name).read_bytes() == asset_bytes(name)
         assert (target / name).stat().st_mode & 0o444 == 0o444
     stamp = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
     (target / "hlo_graph.css").write_text("stale")

@@ -137,6 +137,7 @@ def test_clicking_the_text_and_double_clicking_a_while_navigate(browser, tmp_pat
         const node = document.querySelector('#graph svg g.node.i' + hloPage.lookupName('while.4'));
         node.querySelector('polygon, ellipse, path')
             .dispatchEvent(new MouseEvent('dblclick', {bubbles: true}));
+        await hloPage.idle();                                     // layout runs in a worker
         return {selected, view: document.body.dataset.view,
                 nodes: Number(document.body.dataset.renderedNodes)};
     })()""")
@@ -149,17 +150,20 @@ def test_clicking_the_text_and_double_clicking_a_while_navigate(browser, tmp_pat
 def test_fusions_expand_and_collapse(browser, tmp_path):
     module = _kernel_reuse_module()
     pages = _write_pages(module, tmp_path, "kernel_reuse")
-    r = browser.load(pages["shared_assets"].as_uri(), evaluate="""(() => {
+    r = browser.load(pages["shared_assets"].as_uri(), evaluate="""(async () => {
         const count = () => document.querySelectorAll('#graph svg g.cluster').length;
         const before = count();
         const home = JSON.stringify(hloPage.state.home);
         document.getElementById('btn-zoom-in').click();
         const zoomed = document.querySelector('#graph svg').getAttribute('viewBox');
         hloPage.toggleFusion(hloPage.lookupName('fusion.1'));
+        await hloPage.idle();
         const after = count();
         hloPage.toggleFusion(hloPage.lookupName('fusion.1'));   // back: the cached layout
+        await hloPage.idle();
         const homeAgain = JSON.stringify(hloPage.state.home);
         document.getElementById('btn-collapse').click();
+        await hloPage.idle();
         return {before, after, collapsed: count(), sameHome: home === homeAgain,
                 zoomedHome: zoomed === home, nodes: Number(document.body.dataset.renderedNodes)};
     })()""")
@@ -180,10 +184,11 @@ def _bench():
 def test_big_module_shows_a_capped_neighbourhood_and_recentres(browser, tmp_path):
     module = parse_hlo(_bench().make_module_text(3000), "bench")
     pages = _write_pages(module, tmp_path, "bench")
-    r = browser.load(pages["shared_assets"].as_uri(), timeout=120, evaluate="""(() => {
+    r = browser.load(pages["shared_assets"].as_uri(), timeout=120, evaluate="""(async () => {
         const first = {mode: document.body.dataset.viewMode,
                        nodes: Number(document.body.dataset.renderedNodes)};
         hloPage.select(hloPage.lookupName('dot.3.0'));
+        await hloPage.idle();
         const svg = document.querySelector('#graph svg');
         return {first, centred: svg.querySelectorAll('g.node.sel').length,
                 nodes: Number(document.body.dataset.renderedNodes),
@@ -208,3 +213,79 @@ def test_a_remote_load_would_be_caught(browser, tmp_path):
     assert int(r.body_attrs.get("data-blocked-requests", "0")) >= 1  # CSP, then the error
     assert "example.invalid/leak.png" in r.body_attrs["data-blocked-list"]
     assert r.rendered_nodes and r.rendered_nodes > 0  # the graph itself still renders
+
+
+# ---- pages of real size: a 10k-instruction module after the gpu pipeline -----------------
+def _gpu_pipeline_10k_module():
+    """benchmarks/gpu_pipeline_bench.py's 10k-instruction module returning, as a training
+    step does, a wide ROOT tuple (one output per block), after the ``gpu`` pipeline."""
+    import re
+    import sys
+    from hlo_opt import passes_api
+    from hlo_opt.flags import DebugOptions
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root))
+    from benchmarks.gpu_pipeline_bench import make_module
+    text = make_module(10_000)
+    outs = sorted(set(re.findall(r"%(x\d+\.t5) = (f32\[[^\]]*\]\{1,0\})", text)))
+    shape = "(" + ", ".join(s for _, s in outs) + ")"
+    text = re.sub(r"  ROOT %out = .*", f"  ROOT %out = {shape} tuple("
+                  + ", ".join(f"{s} %{n}" for n, s in outs) + ")", text)
+    module = parse_hlo(text, "big.hlo")
+    assert module.instruction_count() > 9000 and len(outs) > 300
+    passes_api.optimize(module, DebugOptions(), pipeline="gpu")
+    return module
+
+
+@pytest.fixture(scope="module")
+def big_pages(tmp_path_factory):
+    module = _gpu_pipeline_10k_module()
+    tmp = tmp_path_factory.mktemp("big")
+    pages = _write_pages(module, tmp, "module_0000.big.after_optimizations")
+    top = _write_pages(module, tmp, "module_0000.big.after_optimizations.top_level", True)
+    pages["top_level"] = top["shared_assets"]
+    return pages
+
+
+@pytest.mark.parametrize("mode", ["shared_assets", "self_contained", "top_level"])
+def test_a_10k_instruction_module_after_the_gpu_pipeline_shows_a_graph(browser, big_pages,
+                                                                        mode):
+    r = browser.load(big_pages[mode].as_uri(), timeout=90)
+    _assert_rendered_offline(r)
+    print(f"\n{mode}: first graph after {r.seconds_to_render:.2f} s "
+          f"({r.rendered_nodes} nodes, layout {r.body_attrs.get('data-layout')})")
+    assert 20 <= r.rendered_nodes <= VIEW_NODE_CAP + 50
+    left_out = r.body_attrs["data-left-out"]
+    # what the view leaves out is said: the budget and the collapsed wide ROOT tuple
+    assert "neighbourhood of out" in left_out and "more operands" in left_out
+    assert r.body_attrs["data-layout"] in ("graphviz", "fallback")
+
+
+def test_a_layout_past_its_time_limit_falls_back_to_the_layered_drawing(browser, big_pages):
+    r = browser.load(big_pages["shared_assets"].as_uri() + "?fallback_ms=0&layout_limit_ms=1",
+                     timeout=90, evaluate="""(async () => {
+        await new Promise(res => setTimeout(res, 300));
+        hloPage.select(hloPage.lookupName('out'));
+        const svg = document.querySelector('#graph svg');
+        return {sel: svg.querySelectorAll('g.node.sel').length,
+                opnd: svg.querySelectorAll('g.node.opnd').length,
+                note: document.getElementById('graph-note').textContent};
+    })()""")
+    _assert_rendered_offline(r)
+    assert r.body_attrs["data-layout"] == "fallback" and r.rendered_nodes >= 20
+    assert "simple layered drawing" in r.body_attrs["data-left-out"]
+    e = r.evaluated
+    assert e["sel"] == 1 and e["opnd"] >= 1 and e["note"].startswith("Left out:")
+
+
+def test_a_page_moved_away_from_its_assets_says_what_is_missing(browser, tmp_path):
+    module = parse_hlo((SAMPLES / "softmax.hlo").read_text(), "softmax")
+    page = tmp_path / "moved.html"
+    page.write_text(module_to_html(module, "moved", "hlo_opt_assets"), encoding="utf-8")
+    r = browser.load(page.as_uri(), timeout=30, evaluate="""(() =>
+        document.getElementById('graph-message').textContent)()""")
+    assert r.rendered_nodes is None
+    message = r.body_attrs["data-render-error"]
+    assert "viz-global.js" in message and "hlo_graph.js" in message
+    assert "hlo_opt_assets/" in message and "hlo-opt html" in message
+    assert r.evaluated == message  # shown on the page, not only in an attribute

@@ -158,10 +158,14 @@ def test_check_passes_on_the_real_pass():
 
 @pytest.mark.parametrize("attr,broken", [
     ("run_dce", lambda module: False),                 # removes nothing
-    ("_attr_true", lambda inst, name: False),         # removes the side-effecting call
+    ("Instruction.has_side_effect_no_recurse", lambda inst: False),  # drops the call
 ], ids=["no-op", "drops-side-effects"])
 def test_check_fails_on_a_broken_dce(monkeypatch, attr, broken):
     import passes.dce as dce
-    monkeypatch.setattr(dce, attr, broken)
+    from hlo_opt.ir.instruction import Instruction
+    if attr.startswith("Instruction."):  # the IR's one definition of side effects
+        monkeypatch.setattr(Instruction, attr.split(".")[1], broken)
+    else:
+        monkeypatch.setattr(dce, attr, broken)
     with pytest.raises(AssertionError):
         check_dce(DEAD)

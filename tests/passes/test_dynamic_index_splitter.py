@@ -7,8 +7,7 @@ import pytest
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from passes.dynamic_index_splitter import DynamicIndexSplitter
-from tests.support.expander_real_modules import (MODULES, check_module, check_variant,
-                                                load_or_skip)
+from tests.support.expander_real_modules import MODULES, check_module, check_variant, load_or_skip
 from tests.conftest import require_corpus
 from tests.support.harness import check_pass, load_text
 from tests.support.lit_chunks import chunks

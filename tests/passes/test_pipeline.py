@@ -360,3 +360,19 @@ def test_fingerprint():
     m3 = module()
     m3.entry.root.operands[0].opcode = "subtract"
     assert module_fingerprint(m3) != fp
+
+
+def test_a_fixpoints_dump_step_goes_to_the_iteration_that_changed(tmp_path):
+    from hlo_opt.dump.writer import DumpConfig, DumpDirectory, ModuleDumper
+    options = DebugOptions.from_sources([f"--xla_dump_to={tmp_path}",
+                                         "--xla_dump_hlo_pass_re=.*"])
+    m = module()
+    stats = PassStats(m.name)
+    dumper = ModuleDumper(DumpDirectory(DumpConfig.from_options(options)), 0, options)
+    a = AddConstant(changes=2)
+    PipelineRunner(options, verifier=None, dumper=dumper, stats=stats).run(
+        Pipeline("p", [Fixpoint(a)]), m)
+    rows = [r for r in stats.records if r.pass_name == "adder"]
+    assert [r.changed for r in rows] == [True, True, False]
+    dumped = [r for r in rows if r.dump_step is not None]
+    assert len(dumped) == 1 and dumped[0].changed and dumped[0].iteration == 1

@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hlo_opt.api import parse_hlo
 from hlo_opt.errors import HloError
 from hlo_opt.text.parser import parse_hlo_modules
-from hlo_opt.rewrite.rules import (P, RuleList, Rules, X, comp_has_opcode, has_opcode,
-                             run_rules)
+from hlo_opt.rewrite.rules import P, RuleList, Rules, X, comp_has_opcode, has_opcode, run_rules
 from passes.algsimp import RULES, AlgebraicSimplifierOptions
 from passes.algsimp.predicates import ALL
 from tests.conftest import sample_files

@@ -17,7 +17,7 @@ test_real_modules = real_modules_test(WhileLoopTripCountAnnotator)
 
 
 def _loop(init, step_op, step, direction, bound, swap=False, ty="s32"):
-    cmp = f"%b, %i" if swap else f"%i, %b"
+    cmp = "%b, %i" if swap else "%i, %b"
     return f"""HloModule loop
 %cond (s: ({ty}[], s32[])) -> pred[] {{
   %s = ({ty}[], s32[]) parameter(0)

@@ -30,13 +30,29 @@ def modules(root: Path = ROOT) -> dict[str, tuple[Path, bool]]:
     return out
 
 
+def _runtime_nodes(tree):
+    """Every node except those under ``if TYPE_CHECKING:`` (imports for annotations
+    only, never executed)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and \
+                    child.test.id == "TYPE_CHECKING":
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
 def imports(root: Path = ROOT) -> list[Import]:
-    """Every import statement of every module, wherever it stands in the file."""
+    """Every import statement of every module that runs, wherever it stands in the file
+    (module level or inside functions; not the ``if TYPE_CHECKING:`` ones)."""
     mods = modules(root)
     out = []
     for name, (path, is_pkg) in mods.items():
         package = name if is_pkg else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 out += [Import(name, a.name, node.lineno) for a in node.names]
             elif isinstance(node, ast.ImportFrom):

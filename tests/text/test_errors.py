@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlo_opt.errors import HloParseError
+from hlo_opt.errors import escape_control, HloParseError
 from hlo_opt.text.parser import parse_hlo, parse_hlo_modules
 from tests.text.test_grammar import GOOD
 
@@ -63,7 +63,7 @@ def test_error_location_and_message(old, new, expected):
     assert f"{err.line}:{err.column}: {err.what}" == expected
     lines = str(err).split("\n")
     assert lines[0] == f"bad.hlo:{expected.split(': ', 1)[0]}: error: {err.what}"
-    assert lines[1] == text.split("\n")[err.line - 1]
+    assert lines[1] == escape_control(text.split("\n")[err.line - 1])  # no raw control bytes
     assert lines[2] == " " * (err.column - 1) + "^"
 
 

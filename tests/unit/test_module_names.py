@@ -115,7 +115,7 @@ def test_computation_lookup_prefers_the_first_of_duplicates():
 def _stack_post_order(comp):
     """The original Computation.post_order."""
     visited, order = set(), []
-    for start in comp._instructions:
+    for start in comp.iter_instructions():
         if id(start) in visited:
             continue
         stack = [(start, False)]
@@ -150,5 +150,5 @@ def test_post_order_matches_the_stack_walk(seed):
     if rng.random() < 0.7:
         rng.shuffle(order)  # insertion order not in def-use order: the depth-first path
     for inst in order:
-        comp._instructions[inst] = None
+        comp.link(inst)
     assert comp.post_order() == _stack_post_order(comp)

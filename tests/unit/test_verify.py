@@ -335,12 +335,12 @@ def test_instruction_names_unique_in_module():
 def test_users_and_operands_agree():
     m = module()
     a, mul = inst(m, "a"), inst(m, "m")
-    del a._users[mul]
+    a.remove_user(mul)  # corrupt the IR on purpose
     rejects(m, "instruction %m:", "operand 0 (%a) does not list this instruction among its "
             "users")
     m = module()
     b, z = inst(m, "b"), inst(m, "z")
-    b._users[z] = None
+    b.add_user(z)  # corrupt the IR on purpose
     rejects(m, "instruction %b:", "user %z does not have this instruction as an operand")
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from hlo_opt.analysis.layout import (normalized_transpose, reshape_is_bitcast,
-                                     transpose_is_bitcast)
+from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE, SIDE_EFFECTING
+from hlo_opt.ir.opcodes import ELEMENTWISE, NEVER_EXPENSIVE
 from hlo_opt.ir.types import is_complex, is_integral
 
-from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions, reduction_dimensions,
-                         reduction_is_race_free)
+from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions,
+                                            reduction_dimensions, reduction_is_race_free)
 
 MAX_OPERANDS_AND_OUTPUTS_PER_FUSION = 96
 MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION = 8
@@ -25,14 +24,6 @@ MIN_TOTAL_DIMENSIONS_TO_TRANSPOSE_TILED = 64 * 128
 
 
 # ---- generic HloInstruction properties ---------------------------------------------------
-
-def has_side_effect(inst: Instruction) -> bool:
-    if inst.opcode in SIDE_EFFECTING:
-        return True
-    if inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect") == "true":
-        return True
-    return False
-
 
 def is_fusible(inst: Instruction) -> bool:
     """HloInstruction::IsFusible."""
@@ -45,7 +36,7 @@ def is_fusible(inst: Instruction) -> bool:
         return inst.user_count <= 1
     if inst.control_predecessors:
         return False
-    return not has_side_effect(inst)
+    return not inst.has_side_effect()
 
 
 def is_elementwise(inst: Instruction) -> bool:
@@ -66,21 +57,14 @@ def is_loop_fusion(inst: Instruction) -> bool:
     return is_fusion_kind(inst, "kLoop")
 
 
-def is_mof(inst: Instruction) -> bool:
-    return inst.opcode == "fusion" and inst.called[0].root.opcode == "tuple"
+is_mof = Instruction.is_multi_output_fusion.fget  # the IR's definition
 
 
 def fused_instructions(inst: Instruction):
-    return [i for i in inst.called[0]._instructions if i.opcode != "parameter"]
+    return [i for i in inst.called[0].iter_instructions() if i.opcode != "parameter"]
 
 
-_CHEAP = frozenset("""add and bitcast bitcast-convert broadcast ceil clamp count-leading-zeros
-compare complex concatenate constant convert copy copy-done copy-start dynamic-slice
-dynamic-update-slice floor get-tuple-element imag infeed iota is-finite maximum minimum
-multiply negate not opt-barrier or xor outfeed pad partition-id popcnt real reduce-precision
-replica-id reshape dynamic-reshape reverse round-nearest-afz round-nearest-even select
-shift-left shift-right-arithmetic shift-right-logical slice stochastic-convert subtract
-transpose tuple""".split())
+_CHEAP = NEVER_EXPENSIVE
 
 
 def _is_constant_effective_scalar(inst: Instruction) -> bool:
@@ -524,7 +508,7 @@ def _shared_memory(inst: Instruction) -> int:
         return 0
     if op == "fusion":
         total = 0
-        for i in inst.called[0]._instructions:
+        for i in inst.called[0].iter_instructions():
             if i.opcode in _SHARED_MEMORY_OPCODES:  # nothing else uses shared memory
                 total += _shared_memory(i)
         return total
@@ -540,7 +524,7 @@ def _unnested_reductions(inst: Instruction) -> int:
         return 1 if is_reduction_from_or_to_contiguous_dimensions(inst) else 0
     if op == "fusion":
         total = 0
-        for i in inst.called[0]._instructions:
+        for i in inst.called[0].iter_instructions():
             o = i.opcode
             if o == "reduce" or o == "fusion":
                 total += _unnested_reductions(i)

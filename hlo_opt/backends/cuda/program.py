@@ -111,8 +111,9 @@ def combined_source(programs) -> str:
 def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):
     out = []
     if isinstance(st, Kernel):
+        from .launch_config import launch_config_of
         try:
-            ks = emit_kernel(st, names, device, config)
+            ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
         except (UnsupportedError, KeyError, ElementalUnsupported) as e:
             # an element type or op the renderer lacks (c64, f4 ...): the step runs on the
             # host, and the program says so (Program.host_fallbacks)

@@ -54,7 +54,11 @@ def random_arguments(module, seed: int = 42) -> list:
 # ---- npz inputs -------------------------------------------------------------------------
 def load_npz(path: str) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise HloError(f"{path}: error: a .npy array, not an .npz archive (save the "
+                           "inputs with numpy.savez(path, arg0=..., arg1=...))")
+        with data:
             return {k: data[k] for k in data.files}
     except FileNotFoundError:
         raise HloError(f"{path}: error: no such file") from None

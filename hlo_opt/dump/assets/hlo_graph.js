@@ -17,10 +17,18 @@
  * view selection (collapsed or expanded fusions, parameters cloned per use, the
  * neighbourhood cap) is decided here.
  *
+ * Layout runs in a Web Worker (Graphviz built from the same script text) under a time
+ * limit: a view still not laid out after FALLBACK_AFTER_MS is drawn at once by a simple
+ * layered layout here (kept if Graphviz misses LAYOUT_LIMIT_MS, replaced if it finishes).
+ * Views are budgeted: at most CAP nodes (a neighbourhood beyond), at most FANIN_CAP
+ * operands per node (the rest collapse into one "more operands" node), edge labels only
+ * up to EDGE_LABEL_BUDGET edges; what a view leaves out is said under the graph.
+ *
  * After every layout <body> carries data-rendered-nodes (SVG nodes drawn),
  * data-render-ms (performance.now() when the first view was on screen),
- * data-layout-ms (the last layout), data-view and data-view-mode; on failure
- * data-render-error.  Tests and benchmarks/html_bench.py read these.
+ * data-layout-ms (the last layout), data-view, data-view-mode, data-layout
+ * (graphviz|fallback) and data-left-out; on failure data-render-error.  Tests and
+ * benchmarks/html_bench.py read these.
  */
 (function () {
   'use strict';
@@ -31,6 +39,16 @@
   var CAP = 500;
   var MAX_USERS_TO_FOLLOW = 16;           // XLA's kMaxUsersToRender
   var MIN_READABLE_SCALE = 0.6;           // initial zoom never smaller than this
+  var FANIN_CAP = 24;                     // operands drawn per node; the rest: one node
+  var EDGE_LABEL_BUDGET = 250;            // edges beyond this: no shape labels (dot slows)
+  var FALLBACK_AFTER_MS = 2500;           // then draw the simple layout meanwhile
+  var LAYOUT_LIMIT_MS = 20000;            // then stop Graphviz (the worker is terminated)
+  (function () {  // ?fallback_ms=N&layout_limit_ms=N (tests and slow machines)
+    var m = /[?&]fallback_ms=(\d+)/.exec(location.search);
+    if (m) FALLBACK_AFTER_MS = Number(m[1]);
+    m = /[?&]layout_limit_ms=(\d+)/.exec(location.search);
+    if (m) LAYOUT_LIMIT_MS = Number(m[1]);
+  })();
   var state = {
     comp: -1, expanded: new Set(), centre: null, selected: null,
     svg: null, vb: null, home: null, view: null, firstRenderDone: false,
@@ -152,12 +170,16 @@
   function neighbourhood(c, centre, expanded, limit) {
     var seen = new Set([centre]), order = [centre];
     var count = weight(centre, expanded), radius = 0, frontier = [centre];
-    var usersOmitted = new Set(), truncated = false, more = false;
+    var usersOmitted = new Set(), operandsOmitted = new Set(), truncated = false, more = false;
     while (frontier.length) {
       var next = [];
       for (var a = 0; a < frontier.length; a++) {
         var i = frontier[a], x = insts[i], nbrs = [];
-        if (i === centre || x.op !== 'tuple') nbrs = nbrs.concat(x.o, x.k || []);
+        if (i === centre || x.op !== 'tuple') {
+          var os = x.o;
+          if (os.length > FANIN_CAP) { operandsOmitted.add(i); os = os.slice(0, FANIN_CAP); }
+          nbrs = nbrs.concat(os, x.k || []);
+        }
         if (x.op !== 'constant') {
           if (users[i].length > MAX_USERS_TO_FOLLOW) usersOmitted.add(i);
           else nbrs = nbrs.concat(users[i]);
@@ -171,16 +193,17 @@
       var layer = 0;
       for (a = 0; a < next.length; a++) layer += weight(next[a], expanded);
       if (count + layer > limit) {
+        // the layer does not fit: take what does (in order), say the rest is left out
         more = true;
-        if (radius === 0) {
-          for (a = 0; a < next.length; a++) {
-            var w = weight(next[a], expanded);
-            if (count + w > CAP) { truncated = true; break; }
-            count += w;
-            order.push(next[a]);
-          }
-          radius = 1;
+        var added = 0;
+        for (a = 0; a < next.length; a++) {
+          var w = weight(next[a], expanded);
+          if (count + w > limit) { truncated = true; continue; }
+          count += w;
+          order.push(next[a]);
+          added += w;
         }
+        if (added) radius += 1;
         break;
       }
       count += layer;
@@ -189,12 +212,14 @@
       frontier = next;
     }
     return { set: new Set(order), radius: radius, centre: centre, count: count,
-             usersOmitted: usersOmitted, truncated: truncated, more: more };
+             usersOmitted: usersOmitted, operandsOmitted: operandsOmitted,
+             truncated: truncated, more: more };
   }
 
   // Builds the DOT text of a view; mirrors dot.py's DotWriter.
   function buildDot(c, expanded, nb) {
-    var items = [], drawn = new Set(), edges = [], needsEdges = [];
+    var items = [], drawn = new Set(), edges = [], needsEdges = [], moreOperands = [];
+    var plain = { nodes: [], edges: [] };  // the same view for the fallback layout
     var topSet = nb ? nb.set : null;
 
     function collect(cc, top, into) {
@@ -241,8 +266,9 @@
         }
         continue;
       }
-      var many = x.o.length > 1;
-      for (var j = 0; j < x.o.length; j++) addEdge(x.o[j], i, many ? j : null, false);
+      var many = x.o.length > 1, shown = Math.min(x.o.length, FANIN_CAP);
+      for (var j = 0; j < shown; j++) addEdge(x.o[j], i, many ? j : null, false);
+      if (x.o.length > shown) moreOperands.push({ node: i, n: x.o.length - shown });
       var ctrl = x.k || [];
       for (j = 0; j < ctrl.length; j++) addEdge(ctrl[j], i, null, true);
     }
@@ -296,6 +322,8 @@
     function nodeStmt(i, id, extraClass, domId) {
       var x = insts[i];
       var st = D.schemes[schemeOf(i)];
+      plain.nodes.push({ id: id, dom: domId, cls: 'i' + i + extraClass, name: x.n, op: x.op,
+                         fill: st[1], stroke: st[2], color: st[3] });
       return q(id) + ' [label=<' + x.l + '>, shape=' + (x.sh || 'rect') +
         ', tooltip=' + q(x.t || ' ') + ', style="' + st[0] + '", fontcolor="' + st[3] +
         '", color="' + st[2] + '", fillcolor="' + st[1] + '", id="' + domId +
@@ -330,7 +358,20 @@
       out.push(q(rootTag) + ' [label=<ROOT>, shape=circle, tooltip=" ", style="' + bs[0] +
                '", fontcolor="' + bs[3] + '", color="' + bs[2] + '", fillcolor="' + bs[1] +
                '", id="root"];\n');
+      plain.nodes.push({ id: rootTag, dom: 'root', cls: 'root', name: 'ROOT', op: '',
+                         fill: bs[1], stroke: bs[2], color: bs[3] });
     }
+    moreOperands.forEach(function (m) {
+      var id = 'more:' + nid(m.node), label = '\u2026 ' + m.n + ' more operands';
+      out.push(q(id) + ' [label=' + q(label) + ', shape=note, style="dashed", tooltip=' +
+               q(label + ' of ' + insts[m.node].n + ' (see the text)') + ', id="m' + m.node +
+               '", class="more"];\n' + q(id) + ' -> ' + q(nid(m.node)) +
+               ' [style="dashed" arrowhead=empty class="t' + m.node + '"];\n');
+      plain.nodes.push({ id: id, dom: 'm' + m.node, cls: 'more', name: label, op: '',
+                         fill: 'white', stroke: '#9e9e9e', color: '#616161' });
+      plain.edges.push({ src: id, dst: nid(m.node), id: 'me' + m.node, cls: 't' + m.node });
+    });
+    var labels = edges.length <= EDGE_LABEL_BUDGET;
     edges.forEach(function (ed, k) {
       var a = insts[ed.src].n, b = insts[ed.dst].n, head = ed.big ? 'normal' : 'empty';
       var attrs;
@@ -339,21 +380,180 @@
           ' style="dotted" color="gray" label="ctrl"';
       } else {
         attrs = 'arrowhead=' + head + ' tooltip=' + q(a + ' -> ' + b + ': ' + ed.shape);
-        if (ed.shape) attrs += ' xlabel=' + q(ed.shape);
-        if (ed.index !== null) attrs += ' headlabel="' + ed.index + '" labeldistance=2';
+        if (ed.shape && labels) attrs += ' xlabel=' + q(ed.shape);
+        if (ed.index !== null && labels) attrs += ' headlabel="' + ed.index + '" labeldistance=2';
       }
       out.push(q(ed.srcId) + ' -> ' + q(nid(ed.dst)) + ' [' + attrs + ' id="e' + k + '" class="s' +
                ed.src + ' t' + ed.dst + '"];\n');
+      plain.edges.push({ src: ed.srcId, dst: nid(ed.dst), id: 'e' + k,
+                         cls: 's' + ed.src + ' t' + ed.dst, control: ed.control });
     });
-    if (rootTag) out.push(q(nid(root)) + ' -> ' + q(rootTag) + ' [tooltip=" " class="s' + root + '"];\n');
+    if (rootTag) {
+      out.push(q(nid(root)) + ' -> ' + q(rootTag) + ' [tooltip=" " class="s' + root + '"];\n');
+      plain.edges.push({ src: nid(root), dst: rootTag, id: 'er', cls: 's' + root });
+    }
     out.push('}\n');
-    return { dot: out.join(''), nodes: drawn.size + clones.length - cloned.size };
+    return { dot: out.join(''), nodes: drawn.size + clones.length - cloned.size, plain: plain,
+             edges: edges.length, labels: labels, moreOperands: moreOperands.length };
   }
 
   // ---- layout and display ---------------------------------------------------------------
   function viewKey(c, expanded, nb) {
     return c + '|' + Array.from(expanded).sort(function (a, b) { return a - b; }).join(',') +
       '|' + (nb ? nb.centre + ':' + nb.radius + ':' + nb.set.size : '');
+  }
+
+  // ---- layout: Graphviz in a worker, a time limit, a layered fallback -------------------
+  // The worker runs the page's own Graphviz script: viz-global.js is wrapped by html.py in
+  // function hloVizSource() {...}, whose text (Function.prototype.toString) becomes the
+  // worker's code, so file:// pages need no extra file or request.
+  var WORKER_GLUE = '\nvar hloViz = Viz.instance();\n' +
+    'onmessage = function (e) { hloViz.then(function (viz) { var r;\n' +
+    '  try { r = { id: e.data.id, svg: viz.renderString(e.data.dot, { format: "svg" }) }; }\n' +
+    '  catch (err) { r = { id: e.data.id, error: String(err && err.message || err) }; }\n' +
+    '  postMessage(r); }, function (err) { postMessage({ id: e.data.id, error: String(err) }); }); };\n';
+  var layouter = { worker: null, pending: new Map(), seq: 0, broken: false };
+
+  function startWorker() {
+    if (layouter.broken) return null;
+    try {
+      if (typeof hloVizSource !== 'function' || typeof Worker === 'undefined') throw new Error('no worker');
+      var code = '(' + hloVizSource.toString() + ')();\n' + WORKER_GLUE;
+      var url = URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
+      var w = new Worker(url);
+      w.onmessage = function (e) {
+        var p = layouter.pending.get(e.data.id);
+        if (!p) return;
+        layouter.pending.delete(e.data.id);
+        clearTimeout(p.timer);
+        if (e.data.error) p.reject(new Error(e.data.error)); else p.resolve(e.data.svg);
+      };
+      w.onerror = function (e) {
+        e.preventDefault();
+        stopWorker(new Error('the layout worker failed: ' + (e.message || 'unknown error')));
+      };
+      layouter.worker = w;
+      return w;
+    } catch (err) {
+      layouter.broken = true;  // lay out on the main thread instead
+      return null;
+    }
+  }
+
+  function stopWorker(err) {
+    if (layouter.worker) layouter.worker.terminate();
+    layouter.worker = null;
+    layouter.pending.forEach(function (p) { clearTimeout(p.timer); p.reject(err); });
+    layouter.pending.clear();
+  }
+
+  // Resolves with SVG text; rejects with err.timedOut after limitMs.
+  function layoutDot(dot, limitMs) {
+    var w = layouter.worker || startWorker();
+    if (!w) {
+      return (viz ? Promise.resolve(viz) : Viz.instance().then(function (v) { viz = v; return v; }))
+        .then(function (v) { return v.renderString(dot, { format: 'svg' }); });
+    }
+    return new Promise(function (resolve, reject) {
+      var id = ++layouter.seq;
+      var timer = setTimeout(function () {
+        var err = new Error('Graphviz did not finish within ' + (limitMs >= 1000 ?
+          Math.round(limitMs / 1000) + ' s' : limitMs + ' ms'));
+        err.timedOut = true;
+        stopWorker(err);
+      }, limitMs);
+      layouter.pending.set(id, { resolve: resolve, reject: reject, timer: timer });
+      w.postMessage({ id: id, dot: dot });
+    });
+  }
+
+  // A layered drawing computed here in linear time: rank = longest path from the view's
+  // sources, order in a rank by the mean position of operands.  Same ids and classes as
+  // Graphviz's output, so selection and highlighting work on it.
+  function fallbackSvg(plain, title) {
+    var W = 150, H = 30, GX = 24, GY = 46, pos = new Map(), k;
+    var nodes = plain.nodes, rank = new Map(), preds = new Map();
+    nodes.forEach(function (n) { rank.set(n.id, 0); preds.set(n.id, []); });
+    plain.edges.forEach(function (e) {
+      if (preds.has(e.dst) && rank.has(e.src) && e.src !== e.dst) preds.get(e.dst).push(e.src);
+    });
+    for (var pass = 0; pass < 2; pass++) {  // nodes come operands-first: two sweeps suffice mostly
+      nodes.forEach(function (n) {
+        var r = 0;
+        preds.get(n.id).forEach(function (p) { r = Math.max(r, rank.get(p) + 1); });
+        rank.set(n.id, Math.min(r, nodes.length));
+      });
+    }
+    // sources (parameters, constants) sit just above their first user, not all on top
+    var succ = new Map();
+    plain.edges.forEach(function (e) {
+      if (rank.has(e.src) && rank.has(e.dst) && e.src !== e.dst) {
+        var r = rank.get(e.dst);
+        succ.set(e.src, Math.min(succ.has(e.src) ? succ.get(e.src) : r, r));
+      }
+    });
+    nodes.forEach(function (n) {
+      if (!preds.get(n.id).length && succ.has(n.id)) rank.set(n.id, Math.max(succ.get(n.id) - 1, 0));
+    });
+    var layers = [];
+    nodes.forEach(function (n) { var r = rank.get(n.id); (layers[r] = layers[r] || []).push(n); });
+    var widest = 0;
+    layers.forEach(function (layer, r) {
+      if (!layer) return;
+      layer.forEach(function (n) {
+        var ps = preds.get(n.id), sum = 0, cnt = 0;
+        ps.forEach(function (p) { if (pos.has(p)) { sum += pos.get(p).x; cnt++; } });
+        n.key = cnt ? sum / cnt : 1e9;
+      });
+      layer.sort(function (a, b) { return a.key - b.key; });
+      layer.forEach(function (n, i) { pos.set(n.id, { x: i * (W + GX), y: 40 + r * (H + GY) }); });
+      widest = Math.max(widest, layer.length);
+    });
+    var width = Math.max(widest * (W + GX), 300), height = 40 + layers.length * (H + GY);
+    var out = ['<svg xmlns="http://www.w3.org/2000/svg" viewBox="-10 0 ' + (width + 20) + ' ' + height +
+               '"><defs><marker id="fa" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" ' +
+               'markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="#616161"/></marker></defs>' +
+               '<g class="graph"><text x="0" y="16" font-size="13" font-weight="bold">' + esc(title) +
+               '</text>'];
+    plain.edges.forEach(function (e) {
+      var a = pos.get(e.src), b = pos.get(e.dst);
+      if (!a || !b) return;
+      out.push('<g class="edge ' + e.cls + '" id="' + e.id + '"><path d="M' + (a.x + W / 2) + ',' +
+               (a.y + H) + 'L' + (b.x + W / 2) + ',' + b.y + '" fill="none" stroke="#757575"' +
+               (e.control ? ' stroke-dasharray="3,3"' : '') + ' marker-end="url(#fa)"/></g>');
+    });
+    for (k = 0; k < nodes.length; k++) {
+      var n = nodes[k], p = pos.get(n.id), label = n.name.length > 22 ? n.name.slice(0, 21) + '\u2026' : n.name;
+      out.push('<g class="node ' + n.cls + '" id="' + esc(n.dom) + '"><title>' + esc(n.name) +
+               '</title><path d="M' + p.x + ',' + p.y + 'h' + W + 'v' + H + 'h-' + W + 'z" fill="' +
+               n.fill + '" stroke="' + n.stroke + '"/><text x="' + (p.x + W / 2) + '" y="' +
+               (p.y + H / 2 + 4) + '" text-anchor="middle" font-size="11" fill="' + n.color + '">' +
+               esc(label) + '</text></g>');
+    }
+    out.push('</g></svg>');
+    return out.join('');
+  }
+
+  function parseSvg(text) {
+    var svg = new DOMParser().parseFromString(text, 'image/svg+xml').documentElement;
+    svg = document.importNode(svg, true);
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    return svg;
+  }
+
+  var renderToken = 0, renderPending = false, idleWaiters = [];
+
+  // Resolves once the view asked for last is on screen (tests wait on it after a click).
+  function idle() {
+    return renderPending ? new Promise(function (res) { idleWaiters.push(res); }) : Promise.resolve();
+  }
+
+  function settle() {
+    renderPending = false;
+    var waiters = idleWaiters;
+    idleWaiters = [];
+    waiters.forEach(function (res) { res(); });
   }
 
   function renderView() {
@@ -366,41 +566,81 @@
       state.centre = centre;
     }
     var key = viewKey(c, state.expanded, nb);
-    var svg = svgCache.get(key);
+    var cached = svgCache.get(key);
+    var token = ++renderToken;
     var t0 = performance.now();
-    var built = null;
-    if (!svg) {
-      built = buildDot(c, state.expanded, nb);
-      state.lastDot = built.dot;
-      if (!state.firstRenderDone) markTime('dot');
-      try {
-        svg = viz.renderSVGElement(built.dot);
-      } catch (err) {
-        fail(err);
-        return;
-      }
-      svg.removeAttribute('width');
-      svg.removeAttribute('height');
-      svgCache.set(key, svg);
+    if (cached) { showView(cached.svg, cached.built, c, nb, total, t0, cached.how); return; }
+    renderPending = true;
+    var built = buildDot(c, state.expanded, nb);
+    state.lastDot = built.dot;
+    if (!state.firstRenderDone) markTime('dot');
+    setStatus('laying out ' + comps[c].n + ' (' + built.nodes + ' nodes)\u2026');
+    var fallbackShown = false;
+    var early = setTimeout(function () {
+      if (token !== renderToken) return;
+      fallbackShown = true;
+      showView(parseSvg(fallbackSvg(built.plain, comps[c].n)), built, c, nb, total, t0, 'fallback');
+    }, FALLBACK_AFTER_MS);
+    layoutDot(built.dot, LAYOUT_LIMIT_MS).then(function (text) {
+      clearTimeout(early);
+      var svg = parseSvg(text);
+      svgCache.set(key, { svg: svg, built: built, how: 'graphviz' });
+      if (token !== renderToken) return;
+      var keep = fallbackShown ? { x: state.vb.x, y: state.vb.y } : null;
+      showView(svg, built, c, nb, total, t0, 'graphviz', keep);
+    }, function (err) {
+      clearTimeout(early);
+      if (token !== renderToken) return;
+      if (!err || !err.timedOut) { fail(err); settle(); return; }
+      var svg = fallbackShown ? state.svg : parseSvg(fallbackSvg(built.plain, comps[c].n));
+      svgCache.set(key, { svg: svg, built: built, how: 'fallback' });
+      showView(svg, built, c, nb, total, t0, 'fallback');
+      setNote(leftOut(built, nb, total, 'fallback', err.message));
+    });
+  }
+
+  function leftOut(built, nb, total, how, why) {
+    var notes = [];
+    if (nb) {
+      notes.push('showing ' + nb.count + ' of ' + total + ' nodes: the neighbourhood of ' +
+                 insts[nb.centre].n + ' (radius ' + nb.radius + (nb.truncated ? ', cut at the view budget' : '') +
+                 '); select an instruction to recentre');
+      if (nb.usersOmitted.size) notes.push('users of ' + nb.usersOmitted.size + ' instruction(s) with more than ' +
+                                           MAX_USERS_TO_FOLLOW + ' users not followed');
     }
+    if (built.moreOperands) notes.push(built.moreOperands + ' operand list(s) longer than ' + FANIN_CAP +
+                                       ' collapsed into "\u2026 more operands" nodes');
+    if (!built.labels) notes.push('edge shape labels left out (' + built.edges + ' edges)');
+    if (how === 'fallback') notes.push(why ? why + ': a simple layered drawing is shown'
+                                       : 'Graphviz is still laying out: a simple layered ' +
+                                         'drawing is shown meanwhile');
+    return notes;
+  }
+
+  function setNote(notes) {
+    var el = $('graph-note');
+    if (el) { el.textContent = notes.length ? 'Left out: ' + notes.join('; ') + '.' : ''; }
+    body.setAttribute('data-left-out', notes.join('; '));
+  }
+
+  function showView(svg, built, c, nb, total, t0, how, keepOrigin) {
     var layoutMs = performance.now() - t0;
-    install(svg, nb ? nb.centre : null);
+    install(svg, nb ? nb.centre : null, keepOrigin);
     var drawnNodes = svg.querySelectorAll('g.node').length;
     state.view = { comp: c, nb: nb, total: total };
     var mode = nb ? 'neighbourhood' : state.expanded.size ? 'expanded' :
       comps[c].i.some(function (i) { return insts[i].op === 'fusion'; }) ? 'collapsed' : 'full';
     var status = comps[c].n + ': ' + drawnNodes + ' nodes';
-    if (nb) {
-      status += ' \u2014 neighbourhood of ' + insts[nb.centre].n + ' (radius ' + nb.radius +
-        (nb.truncated ? ', truncated' : '') + ') of ' + total + '; select an instruction to recentre';
-    }
-    status += ' \u00b7 layout ' + Math.round(layoutMs) + ' ms';
+    if (nb) status += ' (neighbourhood of ' + insts[nb.centre].n + ', ' + total + ' in all)';
+    status += ' \u00b7 ' + (how === 'fallback' ? 'simple layout' : 'layout') + ' ' + Math.round(layoutMs) + ' ms';
     setStatus(status);
+    setNote(leftOut(built, nb, total, how));
     showMessage(drawnNodes ? '' : 'Nothing to draw in this view (see the text).');
     $('btn-wider').disabled = !(nb && nb.more && state.limit < CAP);
     $('btn-narrower').disabled = !(nb && nb.radius > 1);
     body.setAttribute('data-view', comps[c].n);
     body.setAttribute('data-view-mode', mode);
+    body.setAttribute('data-layout', how);
     body.setAttribute('data-layout-ms', String(Math.round(layoutMs)));
     body.setAttribute('data-rendered-nodes', String(drawnNodes));
     if (!state.firstRenderDone) {
@@ -409,9 +649,10 @@
       markTime('shown');
     }
     applyHighlight();
+    settle();
   }
 
-  function install(svg, centre) {
+  function install(svg, centre) {  // (a third argument is accepted and unused)
     var host = $('graph');
     host.textContent = '';
     host.appendChild(svg);
@@ -430,7 +671,8 @@
     if (fitScale >= MIN_READABLE_SCALE) return;
     var s = Math.max(Math.min(box.width / state.home.w, 1), MIN_READABLE_SCALE);
     var w = box.width / s, h = box.height / s;
-    var cx = state.home.x + state.home.w / 2, cy = state.home.y + h / 2;
+    // without a centre: the top-left corner (never a view that cuts the graph's left side)
+    var cx = state.home.x + w / 2, cy = state.home.y + h / 2;
     var el = centre !== null && centre !== undefined ? svg.querySelector('.node.i' + centre) : null;
     if (el) {
       var r = el.getBoundingClientRect();
@@ -438,7 +680,11 @@
       cx = p.x;
       cy = p.y;
     }
-    setViewBox({ x: cx - w / 2, y: cy - h / 2, w: w, h: h });
+    // keep the first view inside the drawing: never a blank margin where graph could be
+    var home = state.home;
+    var x = w >= home.w ? home.x + (home.w - w) / 2 : Math.min(Math.max(cx - w / 2, home.x), home.x + home.w - w);
+    var y = h >= home.h ? home.y : Math.min(Math.max(cy - h / 2, home.y), home.y + home.h - h);
+    setViewBox({ x: x, y: y, w: w, h: h });
   }
 
   // ---- pan and zoom ---------------------------------------------------------------------
@@ -838,7 +1084,8 @@
       return;
     }
     markTime('start');
-    var vizReady = Viz.instance().then(function (v) { markTime('viz'); return v; });
+    // Graphviz starts in the worker at once, while the data is decoded here
+    startWorker();
     loadData().then(function (data) {
       markTime('data');
       D = data;
@@ -854,18 +1101,16 @@
       openComputation(entry, false);
       markTime('text');
       setStatus('laying out ' + comps[entry].n + '\u2026');
-      return vizReady.then(function (instance) {
-        viz = instance;
-        renderView();
-        var hash = decodeURIComponent((location.hash || '').replace(/^#/, ''));
-        if (hash && byName.has(hash)) select(byName.get(hash)[0]);
-      });
+      renderView();
+      var hash = decodeURIComponent((location.hash || '').replace(/^#/, ''));
+      if (hash && byName.has(hash)) select(byName.get(hash)[0]);
     }).catch(fail);
   }
 
   // For tests and debugging from the console.
   window.hloPage = {
     state: state, select: select, openComputation: openComputation, toggleFusion: toggleFusion,
+    idle: idle,
     lookupName: lookupName, data: function () { return D; }
   };
 

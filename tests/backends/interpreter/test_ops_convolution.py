@@ -18,7 +18,7 @@ def ref_conv(lhs, rhs, labels, window, fgc=1, bgc=1, out_dtype=np.float64):
     labels: (in_b, in_f, in_sp, k_i, k_o, k_sp, out_b, out_f, out_sp) dim numbers;
     window: list of dicts size/stride/lo/hi/lhs_d/rhs_d/rev per spatial dim."""
     in_b, in_f, in_sp, k_i, k_o, k_sp, out_b, out_f, out_sp = labels
-    n, c = lhs.shape[in_b], lhs.shape[in_f]
+    n = lhs.shape[in_b]
     o = rhs.shape[k_o]
     ci = rhs.shape[k_i]
     out_spatial = []

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from hlo_opt.api import parse_hlo, parse_hlo_modules
-from hlo_opt.flags import DebugOptions
 from passes.gpu._conv_util import CONV_TARGETS
 from passes.pipelines import build_pipeline
 

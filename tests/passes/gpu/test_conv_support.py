@@ -13,7 +13,7 @@ from hlo_opt.analysis.device import DeviceInfo
 from hlo_opt.api import parse_hlo
 from hlo_opt.backends import execute
 from hlo_opt.flags import DebugOptions
-from hlo_opt.pipeline import Pipeline, PipelineRunner
+from hlo_opt.pipeline import PipelineRunner
 from passes.gpu._conv_util import (DimNums, padding_high_for, supports_optimized_integer_conv)
 from tests.support.pipelines import pipeline
 

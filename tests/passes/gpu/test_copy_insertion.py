@@ -396,7 +396,7 @@ _CC = ('custom-call({a}, %parameter.2), custom_call_target="dm_softmax", '
 
 def test_custom_call_aliasing_copies_an_aliased_parameter():
     m = insert(CUSTOM_CALL_ALIAS.format(
-        body="  ROOT %cc = f32[2,3,4,5] " + _CC.format(a="%parameter.1")), 
+        body="  ROOT %cc = f32[2,3,4,5] " + _CC.format(a="%parameter.1")),
         execute=False, simulate=False)  # an unknown custom-call: not simulated
     assert op(m.entry.root.operands[0]) == "copy(parameter)"
 
@@ -404,7 +404,7 @@ def test_custom_call_aliasing_copies_an_aliased_parameter():
 def test_custom_call_aliasing_copies_a_reused_operand():
     m = insert(CUSTOM_CALL_ALIAS.format(body="""  %add.1 = f32[2,3,4,5] add(%parameter.1, %parameter.2)
   %cc = f32[2,3,4,5] """ + _CC.format(a="%add.1") + """
-  ROOT %add.2 = f32[2,3,4,5] add(%cc, %add.1)"""), 
+  ROOT %add.2 = f32[2,3,4,5] add(%cc, %add.1)"""),
         execute=False, simulate=False)  # an unknown custom-call: not simulated
     assert find(m, "cc").operands[0].opcode == "copy"
     assert op(find(m, "cc").operands[0]) == "copy(add(parameter, parameter))"
@@ -412,7 +412,7 @@ def test_custom_call_aliasing_copies_a_reused_operand():
 
 def test_custom_call_aliasing_copy_removed():
     m = insert(CUSTOM_CALL_ALIAS.format(body="""  %add = f32[2,3,4,5] add(%parameter.1, %parameter.2)
-  ROOT %cc = f32[2,3,4,5] """ + _CC.format(a="%add")), 
+  ROOT %cc = f32[2,3,4,5] """ + _CC.format(a="%add")),
         execute=False, simulate=False)  # an unknown custom-call: not simulated
     assert m.entry.root.operands[0].opcode == "add"
 

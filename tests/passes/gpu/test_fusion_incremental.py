@@ -155,7 +155,7 @@ ENTRY %main (p: f32[1024,1024], q: f32[1024,1024]) -> f32[1024,1024] {
 # ---- incremental indexing evaluation ----------------------------------------------------------
 
 def _normalized(ev):
-    live = set(ev.fusion.called[0]._instructions) | {ev.fusion}
+    live = set(ev.fusion.called[0].iter_instructions()) | {ev.fusion}
     users = {k: frozenset(v) for k, v in ev.users.items()
              if v and (k in live or k in ev.fusion.operands)}
     count = {k: c for k, c in ev.count.items() if k in live}
@@ -213,7 +213,7 @@ def test_moving_bodies_gives_what_copying_gives(monkeypatch, classic):
 def test_fusion_facts_equal_asking_one_by_one():
     from passes.gpu import priority_fusion as pf
     from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
-                                     is_input_fusible_scatter)
+                                              is_input_fusible_scatter)
     from passes.gpu.fusion_merger import _ir_size, _splits
     n = 0
     for name, text in _fusion_inputs():
@@ -379,7 +379,7 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
     from hlo_opt.analysis.cost import instruction_cost
     from passes.gpu import priority_fusion as pf
     from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
-                                     is_input_fusible, is_input_fusible_reduction)
+                                              is_input_fusible, is_input_fusible_reduction)
     from passes.gpu.fusion_merger import _ir_size, _splits
     fresh = {"fusible": pf.gpu_fusible, "sigred": pf._significant_reduce,
              "inred": is_input_fusible_reduction, "infus": is_input_fusible,

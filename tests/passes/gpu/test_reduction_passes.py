@@ -3,7 +3,7 @@ gpu-tree-reduction-rewriter."""
 from __future__ import annotations
 
 from hlo_opt.analysis.gpu.reduction import (reduction_dimensions, reduction_is_race_free,
-                                   is_reduction_from_or_to_contiguous_dimensions)
+                                            is_reduction_from_or_to_contiguous_dimensions)
 
 from .util import check, entry_ops, run
 

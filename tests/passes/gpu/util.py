@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hlo_opt.api import parse_hlo
 from hlo_opt.flags import DebugOptions
-from hlo_opt.pipeline import Pipeline, PipelineRunner
+from hlo_opt.pipeline import PipelineRunner
 from tests.support.pipelines import pipeline
 
 from tests.support.harness import check_pass

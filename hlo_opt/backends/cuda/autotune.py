@@ -1,0 +1,90 @@
+"""The CUDA backend's autotuning candidates on a real device: launch configurations of
+the generated kernels (all variants of one fusion in one NVRTC module, launched through
+the driver straight on the tuner's redzone-guarded device buffers), timed with CUDA
+events after a warm-up launch.
+
+Gemm and convolution calls are not offered yet: the backend runs them on the host until
+its cuBLASLt / cuDNN paths land (``libraries.gemm_spec``), so the pickers leave them
+alone on this provider.  Without a driver or device, :func:`autotune_provider` returns
+None and the caller compiles deviceless.
+"""
+from __future__ import annotations
+
+from ...autotune.candidates import device_cache_key
+from ...autotune.redzone import DeviceMemory
+from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
+                            merged_kernels, variants)
+
+
+class CudaProvider:
+    name = "cuda"
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.memory = DeviceMemory(dev)
+        self.device_info = dev.device_info()
+        self._variants: dict = {}
+        self._keep: list = []
+        self._constants = constants_in(self.memory, self._keep)
+
+    def device_key(self) -> str:
+        d = self.device_info
+        return device_cache_key(d.compute_capability, d.core_count, d.clock_rate_ghz,
+                                d.memory_bandwidth, d.l2_cache_size)
+
+    def _fusion_variants(self, inst):
+        if inst not in self._variants:
+            self._variants[inst] = variants(inst, self.device_info, DEVICE_VECTOR_WIDTHS)
+        return self._variants[inst]
+
+    def kind_of(self, inst) -> str | None:
+        if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
+            return "fusion"
+        return None
+
+    def candidates(self, inst) -> list:
+        from .compiler import compile_cuda
+        from .driver import CudaDriverError
+        from .program import prelude
+        vs = self._fusion_variants(inst)
+        code, _, maps = merged_kernels(vs)
+        loaded: list = []
+
+        def launch(name, k, addrs):
+            if not loaded:
+                mod = compile_cuda(prelude() + "\n" + code, self.dev.arch,
+                                   name=f"autotune_{inst.name}.cu")
+                loaded.append(self.dev.load_module(mod.cubin))
+            self.dev.launch_function(loaded[0].function(name), k.grid, k.block, addrs)
+        return [LaunchCandidate(v, names, launch, self.dev.copy, self._constants,
+                                errors=(CudaDriverError,))
+                for v, names in zip(vs, maps)]
+
+    def measure(self, run, max_iters: int = 10, threshold: float = 0.05) -> float:
+        """Warm up, then event-timed runs until one is within 5% of the best."""
+        from .driver import EventTimer
+        run()
+        self.dev.sync()
+        timer = EventTimer(self.dev)
+        best = float("inf")
+        for _ in range(max_iters):
+            timer.start()
+            run()
+            dt = timer.stop()
+            old, best = best, min(best, dt)
+            if old != float("inf") and abs(dt - old) / max(old, 1e-12) < threshold:
+                break
+        return best
+
+
+def autotune_provider(options=None):
+    """A provider on device 0, or None when there is no driver / device."""
+    try:
+        from .driver import CudaDriverError, probe
+        from .toolchain import MissingToolError
+    except ImportError:
+        return None
+    try:
+        return CudaProvider(probe())
+    except (CudaDriverError, MissingToolError):
+        return None

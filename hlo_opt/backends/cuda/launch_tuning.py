@@ -1,0 +1,183 @@
+"""Launch configurations as autotuning candidates (shared by ``cuda`` and ``cuda-sim``).
+
+A fusion is cut out into a module of its own (parameters -> the fusion), and the kernel
+plan is built once per :class:`~.emitters.LaunchConfig` that changes the generated code
+or the launch: threads per block (loop and in-place kernels), the grid cap, threads per
+row for row reductions, elements per thread (vector width) of loop kernels, shared-memory
+tiles for transposes (where the emitter has those knobs).  Variants that produce identical
+kernels are merged.  The chosen
+configuration is written into the fusion's ``backend_config`` as ``launch_config`` (an
+hlo-opt field: XLA has no launch knob for non-Triton fusions) and read back by
+:func:`launch_config_of` when the program is built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .emitters import LaunchConfig
+from .launch_config import config_name
+
+LOOP_BLOCKS = (128, 256, 512)
+ROW_THREADS = (32, 256)
+VECTOR_WIDTHS = (1, 2)       # the default is 4
+# unroll=2 loop kernels read one element past an input today (found by tuning under
+# cuda-sim's bounds checks, which disqualify them); a device run cannot see such reads,
+# so the CUDA provider leaves width 2 out until the emitter is fixed
+DEVICE_VECTOR_WIDTHS = (1,)
+TUNABLE = ("launch", "copy")
+
+
+def standalone_module(fusion):
+    """``fusion`` alone: its operands as parameters, the fusion as the root."""
+    from ...api import parse_hlo
+    comps: list = []
+
+    def visit(c):
+        for callee in c.called_computations():
+            visit(callee)
+        if c not in comps:
+            comps.append(c)
+    visit(fusion.called[0])
+    params = [f"  %p.{i} = {o.shape.to_text()} parameter({i})"
+              for i, o in enumerate(fusion.operands)]
+    attrs = [a for a in fusion.attr_texts(print_metadata=False)
+             if not a.startswith("control-predecessors")]
+    root = (f"  ROOT %{fusion.name} = {fusion.shape.to_text()} fusion("
+            + ", ".join(f"%p.{i}" for i in range(len(fusion.operands))) + "), "
+            + ", ".join(attrs))
+    text = (f"HloModule standalone_{fusion.name}\n\n"
+            + "\n\n".join(c.to_text(True, False) for c in comps)
+            + "\n\nENTRY %standalone.entry {\n" + "\n".join(params + [root]) + "\n}\n")
+    return parse_hlo(text, f"<{fusion.name}>")
+
+
+@dataclass
+class Variant:
+    config: LaunchConfig
+    program: object
+    kinds: list = field(default_factory=list)
+
+
+def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
+    """One :class:`Variant` per distinct kernel set; [] when the fusion is not a pure
+    kernel (a host or library call would run instead)."""
+    from .program import build_program
+    if any(o.shape.is_tuple() for o in fusion.operands):
+        return []
+    module = standalone_module(fusion)
+    base = build_program(module, device, LaunchConfig())
+    if any(t.kind not in TUNABLE for t in base.entry.thunks) or not base.kernels:
+        return []
+    kinds = {k.kind for k in base.kernels}
+    default = LaunchConfig()
+    configs = [default]
+    if kinds & {"loop", "in_place_dynamic_update_slice", "transpose"}:
+        configs += [replace(default, block=b) for b in LOOP_BLOCKS]
+    if "loop" in kinds and hasattr(default, "unroll"):        # vector width
+        configs += [replace(default, unroll=u) for u in vector_widths]
+    if "row_reduction" in kinds:
+        configs += [replace(default, row_threads=t) for t in ROW_THREADS]
+    if hasattr(default, "tile_transposes") and kinds & {"loop", "transpose"}:
+        configs.append(replace(default, tile_transposes=not default.tile_transposes))
+    out, seen = [], set()
+    for cfg in configs:
+        prog = base if cfg == default else build_program(module, device, cfg)
+        sig = tuple((k.code, tuple(k.grid), tuple(k.block)) for k in prog.kernels)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        out.append(Variant(cfg, prog, sorted(kinds)))
+    return out
+
+
+class LaunchCandidate:
+    """One variant run straight on the autotuner's buffers: parameter slices are the
+    input buffers, root slices the output buffers, other arena slices lie in the
+    candidate's scratch buffer.  ``launch(name, kernel, addrs)`` and ``copy(dst, src,
+    n)`` are the backend's; ``constants(program)`` gives the constants' addresses."""
+
+    def __init__(self, variant, name_map: dict, launch, copy, constants, errors=()):
+        from ...autotune.results import CandidateKey
+        self.variant = variant
+        self.name = config_name(variant.config)
+        self.key = CandidateKey.other(self.name)
+        self.scratch_bytes = _scratch_bytes(variant.program)
+        self._names = name_map
+        self._launch, self._copy, self._constants = launch, copy, constants
+        self._errors = tuple(errors)
+
+    def run(self, inputs, outputs, scratch) -> None:
+        from ...autotune.candidates import CandidateError
+        prog = self.variant.program
+        roots = {sl: out.address for sl, out in zip(prog.entry.root_slices, outputs)}
+        consts = self._constants(prog)
+
+        def addr(sl) -> int:
+            if sl in roots:
+                return roots[sl]
+            if sl.kind == "param":
+                return inputs[sl.index].address
+            if sl.kind == "const":
+                return consts[sl.index]
+            if scratch is None:
+                raise CandidateError(f"{self.name}: arena slice {sl} without scratch")
+            return scratch.address + sl.offset
+        try:
+            for t in prog.entry.thunks:
+                if t.kind == "launch":
+                    self._launch(self._names[t.kernel.name], t.kernel,
+                                 [addr(s) for s in t.args])
+                elif t.kind == "copy":
+                    dst, src = addr(t.args[0]), addr(t.args[1])
+                    if dst != src and t.nbytes:
+                        self._copy(dst, src, t.nbytes)
+                else:
+                    raise CandidateError(f"{self.name}: cannot run a {t.kind} thunk")
+        except self._errors as e:
+            raise CandidateError(str(e)) from None
+
+
+def _scratch_bytes(program) -> int:
+    """Arena bytes the thunks touch besides the outputs (which are the tuner's buffers)."""
+    roots = set(program.entry.root_slices)
+    ends = [sl.offset + sl.size for t in program.entry.thunks for sl in t.args
+            if getattr(sl, "kind", None) == "arena" and sl not in roots]
+    return max(ends, default=0)
+
+
+def merged_kernels(vs: list) -> tuple[str, list, list]:
+    """All variants' kernels in one translation unit, renamed ``<name>__v<i>``: (code,
+    [(new name, [param c types])], [old -> new name map per variant])."""
+    import re
+    codes, kernels, maps = [], [], []
+    for i, v in enumerate(vs):
+        names = {}
+        for k in v.program.kernels:
+            new = f"{k.name}__v{i}"
+            names[k.name] = new
+            codes.append(re.sub(rf"\b{re.escape(k.name)}\b", new, k.code))
+            kernels.append((new, [t for t, _, _ in k.params]))
+        maps.append(names)
+    return "\n".join(codes), kernels, maps
+
+
+def constants_in(memory, keep: list):
+    """``constants(program)`` for :class:`LaunchCandidate`: each program's constants
+    written once into ``memory`` (allocations kept alive in ``keep``)."""
+    def constants(program) -> list:
+        cached = getattr(program, "_autotune_consts", None)
+        if cached is not None:
+            return cached
+        import numpy as np
+        from .runtime import to_physical
+        out = []
+        for c in program.constants:
+            data = to_physical(c.literal.array, c.shape) if c.shape.num_elements() else b""
+            alloc = memory.allocate(max(len(data), 16))
+            keep.append(alloc)
+            if data:
+                memory.write(alloc, 0, np.frombuffer(data, np.uint8))
+            out.append(memory.address(alloc))
+        program._autotune_consts = out
+        return out
+    return constants

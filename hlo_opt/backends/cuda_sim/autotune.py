@@ -1,0 +1,72 @@
+"""cuda-sim's autotuning candidates: launch configurations of the generated kernels
+(all variants of one fusion in one translation unit: one host-compiler run, cached by
+content; run by the emulator straight on the tuner's host buffers), and, for the gemm and
+convolution library calls cuda-sim runs on the host, the host provider's candidates."""
+from __future__ import annotations
+
+import ctypes
+
+from ...autotune.candidates import device_cache_key, measure_wall
+from ...autotune.host_provider import HostProvider
+from ...autotune.redzone import HostMemory
+from ..cuda.launch_tuning import LaunchCandidate, constants_in, merged_kernels, variants
+from ..cuda.target import target_device
+
+
+class SimProvider:
+    """Candidates for ``--autotune-provider=cuda-sim``."""
+
+    name = "cuda-sim"
+
+    def __init__(self, device_info=None, measure=None, debug: bool = True):
+        self.memory = HostMemory()          # kernels get host addresses
+        self.device_info = device_info or target_device()
+        self.measure = measure or measure_wall
+        self.debug = debug                  # bounds-checked kernels: an out-of-bounds read disqualifies
+        self._host = HostProvider(self.measure)
+        self._variants: dict = {}
+        self._keep: list = []
+        self._constants = constants_in(self.memory, self._keep)
+
+    def device_key(self) -> str:
+        d = self.device_info
+        return "cuda-sim " + device_cache_key(d.compute_capability, d.core_count,
+                                              d.clock_rate_ghz, d.memory_bandwidth,
+                                              d.l2_cache_size)
+
+    def _fusion_variants(self, inst):
+        if inst not in self._variants:
+            self._variants[inst] = variants(inst, self.device_info)
+        return self._variants[inst]
+
+    def kind_of(self, inst) -> str | None:
+        kind = self._host.kind_of(inst)
+        if kind is not None:
+            return kind
+        if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
+            return "fusion"
+        return None
+
+    def candidates(self, inst) -> list:
+        if self._host.kind_of(inst) is not None:
+            return self._host.candidates(inst)
+        from .compiler import SimKernelError
+        vs = self._fusion_variants(inst)
+        code, kernels, maps = merged_kernels(vs)
+        lib: list = []
+
+        def launch(name, k, addrs):
+            if not lib:
+                from ..cuda.program import prelude
+                from .compiler import compile_sim
+                lib.append(compile_sim(prelude() + "\n" + code, kernels, debug=self.debug))
+            lib[0].launch(name, k.grid, k.block, k.fibered,
+                          [ctypes.c_void_p(a) for a in addrs])
+        return [LaunchCandidate(v, names, launch, ctypes.memmove, self._constants,
+                                errors=(SimKernelError,))
+                for v, names in zip(vs, maps)]
+
+
+def autotune_provider(options=None):
+    """The provider for ``options``' target (``--xla_gpu_target_config_filename``)."""
+    return SimProvider(target_device(options=options) if options is not None else None)
