@@ -5,6 +5,7 @@ nvidia-cuda-nvcc wheel.  All programs share one translation unit per arch (cache
 from __future__ import annotations
 
 import re
+
 import pytest
 
 from tests.backends.cuda.corpus_programs import programs
