@@ -196,8 +196,9 @@ class VectorBlock(KernelBlock):
     """Lanes of a vectorized loop: loads at the output's own linear index become one
     vector load per input (shared by the lanes), stores one vector store per output."""
 
-    def __init__(self, load, narrow, out_lin, kernel, indent=1):
+    def __init__(self, load, narrow, out_lin, kernel, indent=1, width=4):
         super().__init__(load, narrow, indent)
+        self.width = width
         self.out_lin = out_lin
         self.k = kernel
         self.lane = 0
@@ -211,7 +212,7 @@ class VectorBlock(KernelBlock):
             if size in _VEC and v.num_elements() == self.k.outputs[0].shape.num_elements() \
                     or size in _VEC and n.attr in self.vec:
                 name = self.vec.get(n.attr)
-                width = 4
+                width = self.width
                 if name is None:
                     name = self.fresh("vin")
                     t = f"{_VEC[size]}{width}"
@@ -378,7 +379,8 @@ class KernelEmitter:
         threads = self.cfg.block
         params, decl = self._signature(name, outs)
         if width > 1:
-            blk = VectorBlock(self._load, narrow, ix.linear_index(shape, idx), k, indent=2)
+            blk = VectorBlock(self._load, narrow, ix.linear_index(shape, idx), k, indent=2,
+                              width=width)
             lanes = []
             for u in range(width):
                 blk.scopes.append({})
