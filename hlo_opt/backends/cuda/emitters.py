@@ -472,6 +472,10 @@ class KernelEmitter:
                         staged.append(n)
         if not staged:
             return None
+        smem = sum(32 * 33 * max(4, 8 if n.dtype in ("f64", "s64", "u64") else 4)
+                   for n in staged)
+        if smem > self.device.shared_memory_per_block:  # 48 KB without opt-in: plain loop
+            return None
         narrow = self._narrow()
         it = "int" if narrow else "int64_t"
         name = self._name("" if len(outs) == len(k.outputs) else f"_o{outs[0]}")
