@@ -198,11 +198,20 @@ class HloModule:
             index = self._comp_index = _ComputationIndex(comps, self._renames)
         return index
 
-    def computation_post_order(self) -> list[Computation]:
-        """Callees before callers; stored order breaks ties."""
+    def computation_post_order(self, computations=None,
+                               callees: dict | None = None) -> list[Computation]:
+        """Callees before callers; stored order breaks ties; the entry last when nothing
+        calls it.  ``computations`` (default: all) and ``callees`` (computation -> the ones
+        it calls, where a caller already knows them) let graph edits reuse this order."""
+        comps = self.computations if computations is None else computations
         seen: set[int] = set()
         order: list[Computation] = []
-        for start in self.computations:
+
+        def called(comp):
+            known = callees.get(comp) if callees is not None else None
+            return comp.called_computations() if known is None else list(known)
+
+        for start in comps:
             if id(start) in seen:
                 continue
             stack = [(start, False)]
@@ -215,13 +224,14 @@ class HloModule:
                     continue
                 seen.add(id(comp))
                 stack.append((comp, True))
-                for callee in reversed(comp.called_computations()):
+                for callee in reversed(called(comp)):
                     if id(callee) not in seen and callee.module is self:
                         stack.append((callee, False))
-        if self.entry is not None and order and order[-1] is not self.entry \
-                and not any(self.entry in c.called_computations() for c in self.computations):
-            order.remove(self.entry)
-            order.append(self.entry)
+        entry = self.entry
+        if entry is not None and order and order[-1] is not entry \
+                and not any(entry in called(c) for c in comps):
+            order.remove(entry)
+            order.append(entry)
         return order
 
     def instructions(self):

@@ -80,7 +80,7 @@ def fusible_computations(module) -> list:
                 if inst.opcode not in _CONTROL_FLOW:
                     excluded.update(called)
         callees[comp] = mine
-    order = _post_order(module, comps, callees)
+    order = module.computation_post_order(comps, callees)
     # computations reachable only through excluded ones are excluded as well
     stack = list(excluded)
     while stack:
@@ -93,38 +93,6 @@ def fusible_computations(module) -> list:
                 excluded.add(callee)
                 stack.append(callee)
     return [c for c in order if c not in excluded]
-
-
-def _post_order(module, comps, callees: dict) -> list:
-    """HloModule.computation_post_order with the callees known (callees before callers,
-    stored order breaks ties, the entry last when nothing calls it)."""
-    seen: set = set()
-    order: list = []
-    for start in comps:
-        if id(start) in seen:
-            continue
-        stack = [(start, False)]
-        while stack:
-            comp, expanded = stack.pop()
-            if expanded:
-                order.append(comp)
-                continue
-            if id(comp) in seen:
-                continue
-            seen.add(id(comp))
-            stack.append((comp, True))
-            mine = callees.get(comp)
-            if mine is None:
-                mine = comp.called_computations()
-            for callee in reversed(list(mine)):
-                if id(callee) not in seen and callee.module is module:
-                    stack.append((callee, False))
-    entry = module.entry
-    if entry is not None and order and order[-1] is not entry \
-            and not any(entry in callees[c] for c in comps):
-        order.remove(entry)
-        order.append(entry)
-    return order
 
 
 # ---- adding and dropping computations in O(1) ------------------------------------------

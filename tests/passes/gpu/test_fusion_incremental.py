@@ -412,12 +412,12 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
 # ---- fusible computations: one walk, the module's own post order ---------------------------
 
 def test_fusible_computations_keep_the_module_post_order():
-    from hlo_opt.rewrite.graph import _post_order, fusible_computations
+    from hlo_opt.rewrite.graph import fusible_computations
     n = 0
     for name, text in _fusion_inputs():
         module = _run(parse_hlo(text, name), _fusion_stage())
         callees = {c: dict.fromkeys(c.called_computations()) for c in module.computations}
-        assert _post_order(module, module.computations, callees) == \
+        assert module.computation_post_order(module.computations, callees) == \
             module.computation_post_order()
         fused = {c for comp in module.computations for i in comp.instructions
                  if i.opcode != "while" and i.opcode != "conditional" for c in i.called}
