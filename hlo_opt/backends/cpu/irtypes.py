@@ -2,7 +2,8 @@
 
 Registers hold pred as i1, integers as iN (signedness lives in the op), f16 and bf16 as
 f32 values already rounded to the narrow type (XLA:CPU computes them in f32 and rounds
-after each op), f32/f64 as float/double.
+after each op), f32/f64 as float/double, c64/c128 as ``{float, float}`` /
+``{double, double}`` (real, imaginary: numpy's and XLA's memory layout too).
 """
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ F32, F64, F16 = ir.FloatType(), ir.DoubleType(), ir.HalfType()
 I8P = I8.as_pointer()
 I8PP = I8P.as_pointer()
 
+C64 = ir.LiteralStructType([F32, F32])
+C128 = ir.LiteralStructType([F64, F64])
 NATIVE = frozenset({"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
-                    "f16", "bf16", "f32", "f64"})
+                    "f16", "bf16", "f32", "f64", "c64", "c128"})
+COMPLEX = {"c64": C64, "c128": C128}
+# the real type of a complex type's parts
+PART = {"c64": "f32", "c128": "f64"}
 _INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32,
              "u64": 64}
 
@@ -24,13 +30,16 @@ def kind(et: str) -> str:
         return "p"
     if et in ("f16", "bf16", "f32", "f64"):
         return "f"
+    if et in COMPLEX:
+        return "c"
     if et[0] == "s":
         return "s"
     return "u"
 
 
 def bits(et: str) -> int:
-    return {"pred": 1, "f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(et) or _INT_BITS[et]
+    return {"pred": 1, "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64,
+            "c128": 128}.get(et) or _INT_BITS[et]
 
 
 def storage(et: str):
@@ -42,6 +51,8 @@ def storage(et: str):
         return F32
     if et == "f64":
         return F64
+    if et in COMPLEX:
+        return COMPLEX[et]
     return ir.IntType(_INT_BITS[et])
 
 
@@ -52,6 +63,8 @@ def reg(et: str):
         return F32
     if et == "f64":
         return F64
+    if et in COMPLEX:
+        return COMPLEX[et]
     return ir.IntType(_INT_BITS[et])
 
 
@@ -103,6 +116,10 @@ def const(value, et: str):
         return ir.Constant(I1, int(bool(value)))
     if kind(et) == "f":
         return ir.Constant(t, float(value))
+    if et in COMPLEX:
+        v = complex(value)
+        part = reg(PART[et])
+        return ir.Constant(t, [ir.Constant(part, v.real), ir.Constant(part, v.imag)])
     v = int(value)
     n = bits(et)
     return ir.Constant(t, v & ((1 << n) - 1))

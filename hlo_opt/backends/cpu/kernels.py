@@ -12,7 +12,12 @@ from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter, _index_scalar
 from ...codegen.expr import Expr
 from . import irtypes as T
-from .ops import NO_ROUND, OPS, NoRow
+from . import complex_ops
+from .ops import NO_ROUND, OPS, NoRow, convert_value
+
+
+def _complex_convert(cx, e, args):
+    return complex_ops._convert(cx, e, args, convert_value)
 
 
 class Scope:
@@ -266,7 +271,12 @@ class KernelRenderer:
         else:
             if e.dtype not in T.NATIVE or any(a.dtype not in T.NATIVE for a in e.args):
                 raise NoRow(f"{op} on {e.dtype}")
-            row = OPS.get(op)
+            cplx = e.dtype in T.COMPLEX or any(a.dtype in T.COMPLEX for a in e.args)
+            if cplx and op not in complex_ops.HANDLED:
+                raise NoRow(f"{op} on complex values")
+            row = (complex_ops.ROWS.get(op) or OPS.get(op)) if cplx else OPS.get(op)
+            if op == "convert" and cplx:
+                row = _complex_convert
             if row is None:
                 raise NoRow(op)
             args = [self.emit(a, scope) for a in e.args]
