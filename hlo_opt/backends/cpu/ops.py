@@ -398,6 +398,8 @@ def _bitcast_convert(cx, e, a):
     src, dst = e.args[0].dtype, e.dtype
     if T.bits(src) != T.bits(dst) or "pred" in (src, dst):
         raise NoRow
+    if src in T.SUB_BYTE or dst in T.SUB_BYTE:
+        return a[0]   # s4 <-> u4, s2 <-> u2: the same register bits
     b = cx.b
     bits = T.to_storage(b, a[0], src)
     if src in ("bf16", "f16") or dst in ("bf16", "f16"):
