@@ -25,6 +25,7 @@ from . import irtypes as T
 from .blas import NO_TRANS, gemm_plan
 from .kernels import KernelRenderer, RenderContext, parallel_trip
 from .parallel import parallel_for, task_thunk, threads_global
+from .sort import SortRenderer, sort_plan
 from .ops import NoRow
 
 
@@ -185,11 +186,32 @@ class ModuleRenderer:
                 self.res.native[st.name] = "blas conv"
                 self._check(st)
                 return
+        if isinstance(st, LibraryCall) and st.instruction.opcode == "sort":
+            sp = sort_plan(st.instruction)
+            if sp is not None and self._sort(st, sp):
+                self.res.native[st.name] = "sort (merge sort, generated comparator)"
+                self._check(st)
+                return
         why = "no native lowering of " + (st.target if isinstance(st, LibraryCall)
                                           else st.kind)
         if isinstance(st, LibraryCall) and st.target == "dot":
             why = "dot that is not a plain f32/f64 GEMM"
         self._host(st, why)
+
+    def _sort(self, st, sp) -> bool:
+        sr = SortRenderer(self.cx, self.module, self.malloc, self.free)
+        name = self._unique("sort." + st.name + ".cmp")
+        try:
+            cmp = sr.comparator(st.instruction, name)
+        except (NoRow, ElementalUnsupported):
+            self._names.discard(name)
+            return False
+        self.cx.b = self.b
+        for o, i in zip(st.output_slices, st.input_slices):
+            if o != i:
+                self.memmove(self.ptr(o), self.ptr(i), o.size)
+        sr.render(self.b, st.instruction, sp, [self.ptr(o) for o in st.output_slices], cmp)
+        return True
 
     def _dedup(self, kfn, name):
         """Identical kernels (a transformer's layers) share one function: LLVM then
