@@ -77,3 +77,15 @@ def test_sorts_match_the_interpreter_bitwise(tmp_path):
         r = np.ascontiguousarray(np.asarray(r))
         assert g.shape == r.shape and g.dtype == r.dtype, i
         assert np.array_equal(np.ascontiguousarray(g).view(np.uint8), r.view(np.uint8)), i
+
+
+def test_stage_hlo_backend_names_the_native_sort(tmp_path):
+    from click.testing import CliRunner
+
+    from hlo_opt.cli import main
+    path = tmp_path / "sorts.hlo"
+    path.write_text(SORTS)
+    r = CliRunner().invoke(main, [str(path), "--platform=cpu", "--stage=hlo-backend"],
+                           catch_exceptions=False, standalone_mode=False)
+    assert "host library calls: 0" in r.output
+    assert r.output.count("sort (merge sort, generated comparator)") == 4, r.output[-2000:]

@@ -106,3 +106,14 @@ ENTRY e {
     assert not any("parallel" in v for v in exe.meta["native"].values()), exe.meta["native"]
     args = random_arguments(m, seed=2)
     np.testing.assert_array_equal(exe.run(args)[0], np.asarray(Interpreter(m).run(args)[0]))
+
+
+def test_stage_hlo_backend_names_the_split_kernels(tmp_path):
+    from click.testing import CliRunner
+
+    from hlo_opt.cli import main
+    path = tmp_path / "big.hlo"
+    path.write_text(BIG)
+    r = CliRunner().invoke(main, [str(path), "--platform=cpu", "--stage=hlo-backend"],
+                           catch_exceptions=False, standalone_mode=False)
+    assert "parallel outer loop" in r.output, r.output[-2000:]
