@@ -62,7 +62,8 @@ def register(platform: Platform) -> Platform:
 def _transforms() -> Platform:
     p = Platform("transforms", "hardware-independent HLO passes only")
     p.add_stage("hlo", "the module after the passes, as HLO text",
-                lambda module, options: module.to_text())
+                lambda module, options: module.to_text(
+                    syntax_sugar_async_ops=options.xla_syntax_sugar_async_ops))
     return p
 
 

@@ -350,6 +350,8 @@ def _verify_instruction(inst, comp, comp_set, entry, names, errors, operand_sets
         if p.parent is not comp or p not in insts:
             errors.add(comp, inst, f"control predecessor %{p.name} is not in this "
                        "computation")
+    if inst.opcode == "constant" and inst.shape is not None:
+        _verify_constant(inst, comp, errors)
     if not inst.called and inst.called_attr is not None and inst.opcode != "custom-call":
         attr = inst.called_attr if isinstance(inst.called_attr, str) else inst.called_attr[0]
         errors.add(comp, inst, f"{attr}= names no computation")
@@ -365,6 +367,23 @@ def _verify_instruction(inst, comp, comp_set, entry, names, errors, operand_sets
             elif callee is entry:
                 errors.add(comp, inst, f"calls the entry computation %{callee.name}")
     return ok
+
+
+def _verify_constant(inst, comp, errors: _Errors) -> None:
+    """The literal fits the constant's shape (parsed on first use; kept)."""
+    from .ir.literal import LiteralSyntaxError, parse_literal
+    lit = inst.cached_literal
+    if lit is None:
+        if inst.payload == "{...}":
+            return
+        try:
+            inst.cache_literal(parse_literal(inst.payload, inst.shape))
+        except (LiteralSyntaxError, ValueError, TypeError, OverflowError) as e:
+            errors.add(comp, inst, f"constant literal does not fit "
+                       f"{inst.shape.to_text(False)}: {e}")
+    elif not lit.shape.same_dims_and_type(inst.shape):
+        errors.add(comp, inst, f"constant's literal has shape {lit.shape.to_text(False)}, "
+                   f"the instruction {inst.shape.to_text(False)}")
 
 
 def _verify_shape(inst, comp, errors: _Errors) -> None:

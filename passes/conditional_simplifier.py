@@ -3,10 +3,19 @@
 A conditional whose predicate (or branch index) is a constant, or that has a single
 branch, is replaced by the chosen branch inlined on its operand (an out-of-range branch
 index selects the last branch, as in XLA).  Conditionals whose branches have side effects
-are left alone.  (XLA also removes unused outputs and merges duplicate ones; not done.)
+are left alone.  As XLA's, also (for branch computations no other instruction calls):
+
+* a conditional nobody reads: its branches return an empty tuple (dead branch roots go);
+* outputs that every branch computes from the same value are merged (MergeDuplicate-
+  TupleElements), then outputs no get-tuple-element reads are dropped
+  (RemoveUnusedTupleElements);
+* elements of a tuple branch operand that its branch never reads are dropped from the
+  operand (TryRemoveUnusedConditionalOperands).
 """
 from __future__ import annotations
 
+from hlo_opt.ir.shape import Shape
+from hlo_opt.rewrite.builder import Builder
 from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline
 from .algsimp.predicates import scalar_value
@@ -38,6 +47,11 @@ class ConditionalSimplifier:
             for c in comp.post_order():
                 if c.opcode != "conditional" or c.parent is not comp or c.control_predecessors:
                     continue
+                if _own_branches(c, module):
+                    changed |= _remove_unused_operands(c)
+                    changed |= _merge_duplicate_outputs(c)
+                    changed |= _remove_unused_outputs(c)
+                    changed |= _empty_roots_if_unused(c)
                 k = chosen_branch(c)
                 if k is None or any(has_side_effects(b) for b in c.called):
                     continue
@@ -66,3 +80,123 @@ def _reachable(module) -> set:
         for i in c.instructions:
             stack.extend(i.called)
     return seen
+
+
+# ---- the structural rewrites (branch computations called by this conditional only) --------
+def _own_branches(c, module) -> bool:
+    if len(set(c.called)) != len(c.called):
+        return False
+    for comp in module.computations:
+        for inst in comp.iter_instructions():
+            if inst is not c and any(b in c.called for b in inst.called):
+                return False
+    return True
+
+
+def _set_root(branch, new_root) -> None:
+    old = branch.root
+    branch.root = new_root
+    remove_dead(branch, old, control_successors(branch))
+
+
+def _empty_roots_if_unused(c) -> bool:
+    """ReplaceRootWithEmptyTupleIfNoUsers: nothing reads the conditional's value."""
+    if c.user_count or c.is_root or (c.shape.is_tuple() and not c.shape.tuple_shapes):
+        return False
+    if any(has_side_effects(b) for b in c.called):
+        return False  # (the roots' side-effect-free parts only would go; keep it simple)
+    empty = Shape.tuple([])
+    for b in c.called:
+        _set_root(b, b.add("tuple", empty, [], name="tuple"))
+    c.shape = empty
+    return True
+
+
+def _gte_users(c):
+    users = c.users
+    if not c.shape.is_tuple() or not users or c.is_root or \
+            any(u.opcode != "get-tuple-element" for u in users):
+        return None
+    return users
+
+
+def _remove_unused_outputs(c) -> bool:
+    """RemoveUnusedTupleElements: outputs no get-tuple-element reads are dropped."""
+    users = _gte_users(c)
+    if users is None:
+        return False
+    n = len(c.shape.tuple_shapes)
+    used = sorted({u.attr("index") for u in users})
+    if len(used) == n:
+        return False
+    remap = {old: new for new, old in enumerate(used)}
+    new_shape = Shape.tuple([c.shape.tuple_shapes[i] for i in used])
+    for b in c.called:
+        root = b.root
+        bld = Builder(b)
+        if root.opcode == "tuple" and root.user_count == 0:
+            elems = [root.operands[i] for i in used]
+        else:
+            elems = [bld.gte(root, i) for i in used]
+        _set_root(b, b.add("tuple", new_shape, elems, name="tuple"))
+    c.shape = new_shape
+    for u in users:
+        u.set_attr("index", remap[u.attr("index")])
+    return True
+
+
+def _merge_duplicate_outputs(c) -> bool:
+    """MergeDuplicateTupleElements: outputs i < j that every branch computes from the same
+    value: the readers of j read i (j is then unused)."""
+    users = _gte_users(c)
+    if users is None or any(b.root.opcode != "tuple" for b in c.called):
+        return False
+    n = len(c.shape.tuple_shapes)
+    first: dict = {}
+    target: dict[int, int] = {}
+    for j in range(n):
+        key = tuple(id(b.root.operands[j]) for b in c.called)
+        if key in first:
+            target[j] = first[key]
+        else:
+            first[key] = j
+    moved = False
+    for u in users:
+        j = u.attr("index")
+        if j in target:
+            u.set_attr("index", target[j])
+            moved = True
+    return moved
+
+
+def _remove_unused_operands(c) -> bool:
+    """TryRemoveUnusedConditionalOperands: a branch reading only some elements of its tuple
+    parameter gets only those."""
+    changed = False
+    for k, b in enumerate(c.called):
+        param = b.parameters[0] if len(b.parameters) == 1 else None
+        if param is None or not param.shape.is_tuple() or param.control_successors:
+            continue
+        users = param.users
+        if any(u.opcode != "get-tuple-element" for u in users) or param is b.root:
+            continue
+        n = len(param.shape.tuple_shapes)
+        used = sorted({u.attr("index") for u in users})
+        if len(used) == n:
+            continue
+        remap = {old: new for new, old in enumerate(used)}
+        new_shape = Shape.tuple([param.shape.tuple_shapes[i] for i in used])
+        operand = c.operands[1 + k]
+        bld = Builder(c.parent)
+        if operand.opcode == "tuple":
+            elems = [operand.operands[i] for i in used]
+        else:
+            elems = [bld.gte(operand, i) for i in used]
+        c.replace_operand(1 + k, bld.tuple(elems))
+        if operand.user_count == 0 and not operand.is_root:
+            remove_dead(c.parent, operand, control_successors(c.parent))
+        param.shape = new_shape
+        for u in users:
+            u.set_attr("index", remap[u.attr("index")])
+        changed = True
+    return changed

@@ -15,6 +15,8 @@ computations compare structurally (``*lhs == *rhs``) through a per-computation k
 """
 from __future__ import annotations
 
+import re
+
 import struct
 
 from hlo_opt.ir.opcodes import SIDE_EFFECT_POSSIBLE
@@ -58,6 +60,19 @@ class _ComputationKeys:
             k = self._interned.setdefault(structure, len(self._interned))
             self._keys[comp] = k
         return k
+
+
+def _zero_operand_ok(inst) -> bool:
+    """Instructions without operands merge only when XLA's HloCSE lets them: partition-id,
+    replica-id, and those marked ``frontend_attributes={_xla_cse_safe_zero_operand="true"}``
+    (e.g. the GetRngSeed custom-call of rng-expander)."""
+    if inst.opcode in ("partition-id", "replica-id"):
+        return True
+    fa = inst.attrs.get("frontend_attributes")
+    return fa is not None and _CSE_SAFE_ZERO_OPERAND_RE.search(fa) is not None
+
+
+_CSE_SAFE_ZERO_OPERAND_RE = re.compile(r'(?<![\w.])_xla_cse_safe_zero_operand\s*=\s*"?true"?')
 
 
 def _attr_key(inst) -> tuple:
@@ -201,7 +216,7 @@ def run_cse_on_computation(comp, effects: SideEffects, comp_keys: _ComputationKe
     for inst in comp.post_order():
         if inst.parent is not comp:
             continue  # removed earlier in this walk
-        if not inst.operands and inst.opcode not in ("partition-id", "replica-id"):
+        if not inst.operands and not _zero_operand_ok(inst):
             continue
         called = inst.called
         if inst.opcode in _NEVER_IDENTICAL or inst.has_side_effect_no_recurse() or (
@@ -243,7 +258,7 @@ def _distinct_keys(comp, effects: SideEffects, comp_keys: _ComputationKeys, defe
     for inst in comp.iter_instructions():
         ops = inst.operands
         op = inst.opcode
-        if not ops and op not in ("partition-id", "replica-id"):
+        if not ops and not _zero_operand_ok(inst):
             continue
         called = inst.called
         if op in _NEVER_IDENTICAL or (op in SIDE_EFFECT_POSSIBLE and

@@ -7,7 +7,8 @@ As XLA's default ``HloDCE()`` (``xla/hlo/transforms/simplifiers/hlo_dce.cc``) wi
   the root, not a parameter, no control edges, no side effect) are removed together with
   the operands that become dead;
 - unused outputs of multi-output fusions (a tuple fused root read only through
-  get-tuple-element) are dropped from the fusion;
+  get-tuple-element) are dropped from the fusion, and then the fused parameters nothing
+  reads any more (with the fusion's matching operands);
 - computations no longer reachable from the entry are removed.
 
 Side effects follow ``HloInstruction::HasSideEffect``: the opcode's own effect, or any
@@ -180,7 +181,24 @@ def call_counts(module) -> dict:
     return counts
 
 
-def run_dce_on_computation(comp, effects: SideEffects, callers: dict) -> bool:
+def _remove_dead_fused_parameters(fused, fusion) -> bool:
+    """XLA's RemoveDeadParameters for a fused computation: a parameter without users (an
+    output dropped above may leave one) is removed, the later ones renumbered, and the
+    fusion instruction loses the matching operand."""
+    dead = [p for p in fused.parameters if not p.user_count and p is not fused.root
+            and not p.control_predecessors and not p.control_successors]
+    if (not dead or fusion.parent is None or len(fusion.operands) != len(fused.parameters)
+            or "output_to_operand_aliasing" in fusion.attrs):
+        return False
+    dead_numbers = set()
+    for p in sorted(dead, key=lambda p: -p.parameter_number):  # last first: numbers hold
+        dead_numbers.add(fused.remove_parameter(p))
+    fusion.set_operands([op for i, op in enumerate(fusion.operands) if i not in dead_numbers])
+    return True
+
+
+def run_dce_on_computation(comp, effects: SideEffects, callers: dict,
+                           fusion_of: dict | None = None) -> bool:
     changed = False
     fusions = [i for i in comp.iter_instructions() if i.opcode == "fusion" and i.called]
     if fusions:
@@ -188,7 +206,12 @@ def run_dce_on_computation(comp, effects: SideEffects, callers: dict) -> bool:
         for inst in fusions:
             if inst.parent is comp:
                 changed |= _remove_unused_fusion_outputs(inst, effects, ctrl, callers)
+            if fusion_of is not None and callers.get(inst.called[0], 0) == 1:
+                fusion_of[inst.called[0]] = inst
     changed |= _remove_dead_roots(comp, effects)
+    fusion = fusion_of.get(comp) if fusion_of else None
+    if fusion is not None:
+        changed |= _remove_dead_fused_parameters(comp, fusion)
     return changed
 
 
@@ -198,9 +221,10 @@ def run_dce(module) -> bool:
     changed = False
     reached = {module.entry}
     agenda = [module.entry]
+    fusion_of: dict = {}
     while agenda:
         comp = agenda.pop()
-        changed |= run_dce_on_computation(comp, effects, callers)
+        changed |= run_dce_on_computation(comp, effects, callers, fusion_of)
         for inst in comp.iter_instructions():
             for callee in inst.called:
                 if callee not in reached:

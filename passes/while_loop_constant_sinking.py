@@ -4,14 +4,16 @@ For a loop-invariant element (the body passes ``get-tuple-element(param, i)`` st
 root operand ``i``) whose init value is a constant, the body's other uses of that element
 and the condition's uses read a clone of the constant instead, so later passes can fold
 through it.  The element itself stays (simplify-while-loops removes it once it is dead).
-Loops whose body or condition is shared with another caller are left alone.
+A body or condition shared with another caller is first cloned for this loop (as XLA
+does), when there is something to sink.
 """
 from __future__ import annotations
 
+from hlo_opt.ir.clone import clone_computation
 from hlo_opt.ir.instruction import Instruction
 
 from hlo_opt.rewrite.rules import has_opcode
-from ._while_util import while_body, while_cond
+from ._while_util import _called_index, while_body, while_cond
 
 
 def _clone_constant(comp, c: Instruction) -> Instruction:
@@ -54,9 +56,39 @@ class WhileLoopConstantSinking:
                     continue
                 body, cond = while_body(w), while_cond(w)
                 if callers.get(body) != 1 or callers.get(cond) != 1 or body is cond:
-                    continue
+                    if not self._anything_to_sink(w, body):
+                        continue
+                    body = self._own(module, comp, w, "body", callers)
+                    cond = self._own(module, comp, w, "condition", callers)
                 changed |= self._sink(w, body, cond)
         return changed
+
+    def _anything_to_sink(self, w, body) -> bool:
+        root = body.root
+        if root.opcode != "tuple":
+            return False
+        init = w.operands[0]
+        return any(g.opcode == "get-tuple-element" and root.operands[g.attr("index")] is g
+                   and self._sinkable(init.operands[g.attr("index")])
+                   for g in body.parameters[0].users)
+
+    @staticmethod
+    def _own(module, comp, w, attr: str, callers: dict):
+        """``w``'s own copy of its ``attr`` computation (cloned when another caller, or
+        the loop's other computation, shares it)."""
+        k = _called_index(w, attr)
+        c = w.called[k]
+        other = w.called[1 - k] if len(w.called) == 2 else None
+        if callers.get(c) == 1 and c is not other:
+            return c
+        new = clone_computation(c, {}, name=c.name + ".clone")
+        module.add_computation(new, before=comp)
+        called = list(w.called)
+        called[k] = new
+        w.called = called
+        callers[c] = callers.get(c, 1) - 1
+        callers[new] = 1
+        return new
 
     def _sink(self, w, body, cond) -> bool:
         init = w.operands[0]

@@ -8,8 +8,18 @@
   instruction depends on it, or a live element's next value depends on it.  The loop is
   rebuilt with the live elements only (new body and condition computations).
 
-Not done (XLA does more): flattening nested tuples, merging repeated elements, removing
-loops whose state is only passed through, brute-force trip counts.
+* A loop-state element the body passes through unchanged whose init value is a constant
+  is that constant everywhere: the body and condition read the constant instead (so a
+  bound held in the state gives a trip count) and the element dies (XLA's
+  TryRemoveConstantParams).  Readers of any passed-through element after the loop read
+  its init value.
+* Two invariant elements with the same init value are one: readers of the second read
+  the first (XLA's TryRemoveRepeatedWhileTupleIndices), and the second dies.
+* A loop without state and without side effects is removed (its value is ``()``).
+
+Not done (XLA does more): flattening nested tuples, merging repeated elements that are
+not invariant, merging induction variables, dead dynamic-update-slices, brute-force trip
+counts.
 """
 from __future__ import annotations
 
@@ -180,7 +190,9 @@ class WhileLoopSimplifier:
             for w in comp.post_order():
                 if w.opcode != "while" or w.parent is not comp or w.control_predecessors:
                     continue
-                if self._try_remove_loop(comp, w):
+                if _unshare_ok(w, module):
+                    changed |= _propagate_pass_through(comp, w)
+                if self._try_remove_loop(comp, w) or _remove_stateless(comp, w):
                     changed = True
                     continue
                 if _remove_dead_elements(comp, w, module):
@@ -208,6 +220,109 @@ class WhileLoopSimplifier:
         w.replace_all_uses_with(new)
         remove_dead(comp, w, control_successors(comp))
         return True
+
+
+def _unshare_ok(w, module) -> bool:
+    body, cond = while_body(w), while_cond(w)
+    callers = _callers(module)
+    return body is not cond and callers.get(body, 0) == 1 and callers.get(cond, 0) == 1
+
+
+def _init_element(w, i):
+    init = w.operands[0]
+    return init.operands[i] if init.opcode == "tuple" else None
+
+
+def _propagate_pass_through(comp, w) -> bool:
+    """Elements the body returns unchanged: readers after the loop read the init value;
+    a constant init value replaces the element's reads in the body and the condition."""
+    if not w.shape.is_tuple():
+        return False
+    body, cond = while_body(w), while_cond(w)
+    root = body.root
+    bparam = body.parameters[0]
+    if root.opcode != "tuple":
+        return False
+    changed = False
+    first_of: dict = {}  # init instruction -> first pass-through index holding it
+    for i in range(len(w.shape.tuple_shapes)):
+        r = root.operands[i]
+        if not (r.opcode == "get-tuple-element" and r.operands[0] is bparam
+                and r.attr("index") == i):
+            continue
+        init_i = _init_element(w, i)
+        if init_i is None:
+            continue
+        k = first_of.setdefault(init_i, i)
+        if k != i:  # a repeated invariant element: its readers read element k
+            changed |= _redirect_element(body, cond, root, i, k)
+        for u in list(w.users):
+            if u.opcode == "get-tuple-element" and u.attr("index") == i and \
+                    (u.user_count or u.is_root):
+                u.replace_all_uses_with(init_i)
+                if not u.user_count and not u.is_root and not u.control_successors:
+                    comp.remove_instruction(u)  # (the loop itself stays: dce decides)
+                changed = True
+        if init_i.opcode != "constant" or not init_i.shape.is_array() or \
+                init_i.literal.elided:
+            continue
+        for comp_in in (body, cond):
+            param = comp_in.parameters[0]
+            for g in list(param.users):
+                if g.opcode != "get-tuple-element" or g.attr("index") != i:
+                    continue
+                readers = [x for x in g.users if x is not root]
+                if not readers:
+                    continue
+                c = comp_in.add("constant", init_i.shape, name=init_i.name,
+                                payload=init_i.payload)
+                c.cache_literal(init_i.cached_literal)
+                for x in readers:
+                    x.replace_operand_with(g, c)
+                if not g.user_count:
+                    remove_dead(comp_in, g, control_successors(comp_in))
+                changed = True
+    return changed
+
+
+def _redirect_element(body, cond, root, i: int, k: int) -> bool:
+    """XLA's TryRemoveRepeatedWhileTupleIndices for invariant elements: i always equals
+    k, so what reads i in the body and the condition reads k (i then dies)."""
+    changed = False
+    for comp_in in (body, cond):
+        param = comp_in.parameters[0]
+        gtes = [g for g in param.users if g.opcode == "get-tuple-element"]
+        src = next((g for g in gtes if g.attr("index") == k), None)
+        for g in gtes:
+            if g.attr("index") != i:
+                continue
+            readers = [x for x in g.users if not (x is root and comp_in is body)]
+            if not readers and not (g.is_root and comp_in is cond):
+                continue
+            if src is None:
+                src = comp_in.add("get-tuple-element", g.shape, [param], name=g.name,
+                                  attrs={"index": str(k)})
+            for x in readers:
+                x.replace_operand_with(g, src)
+            if g.is_root:
+                comp_in.root = src
+            if not g.user_count and not g.is_root:
+                remove_dead(comp_in, g, control_successors(comp_in))
+            changed = True
+    return changed
+
+
+def _remove_stateless(comp, w) -> bool:
+    """A loop whose state is an empty tuple and that has no side effects does nothing."""
+    if not (w.shape.is_tuple() and not w.shape.tuple_shapes) or w.is_root and False:
+        return False
+    if has_side_effects(while_body(w)) or has_side_effects(while_cond(w)) or \
+            w in control_successors(comp):
+        return False
+    empty = comp.add("tuple", w.shape, [], name="tuple")
+    w.replace_all_uses_with(empty)
+    remove_dead(comp, w, control_successors(comp))
+    return True
 
 
 def _reachable(module) -> set:

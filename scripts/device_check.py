@@ -266,7 +266,7 @@ def gemm(sizes):
     import numpy as np
     import ml_dtypes
     from hlo_opt.backends.cuda.compiler import compile_cuda
-    from hlo_opt.backends.cuda.driver import EventTimer, probe
+    from hlo_opt.backends.cuda.driver import probe
     from hlo_opt.backends.cuda.gemm_kernel import gemm_launch, gemm_source
     from hlo_opt.backends.cuda.program import prelude
     dev = probe()

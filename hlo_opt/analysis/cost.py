@@ -180,6 +180,15 @@ def _instruction_flops(inst: Instruction) -> tuple[float, float]:
     if op == "map":
         per = _scalar_computation_flops(inst.called[0]) if inst.called else 1.0
         return _elements(out) * per, 0.0
+    if op == "concatenate":
+        # GpuHloCostAnalysis::HandleConcatenate: a compare and branch per element, and
+        # 400 when warps may cross an operand boundary (a non-major concat dimension
+        # whose first operand is not a multiple of 32 long): tuned so that a concat is
+        # not fused into a compute-heavy consumer (PriorityFusionTest.DontFuseConcat).
+        dims = inst.dimensions
+        dim = dims[0] if dims else 0
+        per = 400.0 if dim > 0 and inst.operands[0].shape.dims[dim] % 32 else 6.0
+        return per * _elements(out), 0.0
     return 0.0, 0.0
 
 

@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from .shape import Shape
-from .types import is_complex, is_float, numpy_dtype
+from .types import BIT_WIDTH, is_complex, is_float, is_signed_int, numpy_dtype
 
 
 class LiteralSyntaxError(ValueError):
@@ -117,6 +117,7 @@ def parse_literal(text: str, shape: Shape) -> Literal:
         return Literal(shape)
     et = shape.element_type
     dtype = numpy_dtype(et)
+    _check_nesting(body, shape)
     if is_complex(et):
         pairs = _COMPLEX_RE.findall(body)
         values = [complex(_to_float(a), _to_float(b)) for a, b in pairs]
@@ -158,6 +159,7 @@ def parse_literal(text: str, shape: Shape) -> Literal:
             pass  # a scalar broadcast is not XLA text; reject below
         raise LiteralSyntaxError(
             f"literal has {count} elements but shape {shape.to_text(False)} needs {n}")
+    _check_range(values, et)
     if et in ("u64",):
         arr = np.array(values, dtype=np.uint64)
     else:
@@ -165,6 +167,110 @@ def parse_literal(text: str, shape: Shape) -> Literal:
         with np.errstate(over="ignore", invalid="ignore"):
             arr = arr.astype(dtype) if not is_complex(et) else np.array(values, dtype=dtype)
     return Literal(shape, arr.reshape(shape.dims))
+
+
+_NOT_BRACES_RE = re.compile(r"[^{},]+")
+_PAIR_RE = re.compile(r"\([^()]*\)")
+
+
+def _skeleton(dims, d: int = 0) -> str:
+    if d == len(dims) - 1:
+        return "{" + "," * (dims[d] - 1) + "}" if dims[d] else "{}"
+    return "{" + ",".join([_skeleton(dims, d + 1)] * dims[d]) + "}"
+
+
+def _check_nesting(body: str, shape: Shape) -> None:
+    """XLA's dense literal syntax: one brace level per dimension, each level as long as
+    its dimension (``{{1,2},{3,4}}`` for [2,2]); a scalar has no braces."""
+    if "(" in body:
+        body = _PAIR_RE.sub("0", body)  # complex (re, im) pairs
+    got = _NOT_BRACES_RE.sub("", body)
+    dims = shape.dims
+    if not dims:
+        if got:
+            raise LiteralSyntaxError(f"a literal of shape {shape.to_text(False)} is one "
+                                     "value, without braces")
+        return
+    if got != _skeleton(dims):
+        raise LiteralSyntaxError(f"literal's nesting does not match shape "
+                                 f"{shape.to_text(False)} (expected {len(dims)} level(s) of "
+                                 f"braces of sizes {list(dims)})")
+
+
+def _check_range(values, et: str) -> None:
+    """XLA's CheckParsedValueIsInRange: integers within the type, finite floats within
+    +-max of the type (inf and nan are allowed)."""
+    if et == "pred" or is_complex(et) or not len(values):
+        return
+    if is_float(et):
+        arr = np.asarray(values, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            big = float(np.nanmax(np.abs(np.where(np.isfinite(arr), arr, 0.0))))
+        limit = _float_max(et)
+        if big > limit:
+            raise LiteralSyntaxError(f"value {big:g} is out of range for {et} "
+                                     f"(|value| <= {limit:g})")
+        return
+    bits = BIT_WIDTH.get(et)
+    if bits is None:
+        return
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if is_signed_int(et) else \
+        (0, (1 << bits) - 1)
+    low, high = min(values), max(values)
+    if low < lo or high > hi:
+        bad = low if low < lo else high
+        raise LiteralSyntaxError(f"value {bad} is out of range for {et} [{lo}, {hi}]")
+
+
+_SCALAR_LIMITS: dict = {}
+
+
+def scalar_text_fits(payload: str, et: str) -> bool:
+    """Cheap check of a scalar literal written as one plain number (the common constant):
+    True when it fits type ``et``; raises LiteralSyntaxError when it does not; False when
+    the text needs the full parse."""
+    limits = _SCALAR_LIMITS.get(et)
+    if limits is None:
+        if et == "pred":
+            limits = ("p",)
+        elif is_float(et):
+            limits = ("f", _float_max(et))
+        elif et in BIT_WIDTH and not is_complex(et) and et != "pred":
+            bits = BIT_WIDTH[et]
+            limits = ("i", -(1 << (bits - 1)), (1 << (bits - 1)) - 1) if is_signed_int(et) \
+                else ("i", 0, (1 << bits) - 1)
+        else:
+            limits = ("",)
+        _SCALAR_LIMITS[et] = limits
+    kind = limits[0]
+    if kind == "p":
+        return payload in ("true", "false", "0", "1")
+    if kind == "i":
+        if not payload.lstrip("-").isdigit():
+            return False
+        v = int(payload)
+        if v < limits[1] or v > limits[2]:
+            raise LiteralSyntaxError(f"value {v} is out of range for {et} "
+                                     f"[{limits[1]}, {limits[2]}]")
+        return True
+    if kind == "f":
+        try:
+            v = float(payload)
+        except ValueError:
+            return False
+        if abs(v) > limits[1] and v == v and abs(v) != float("inf"):
+            raise LiteralSyntaxError(f"value {abs(v):g} is out of range for {et} "
+                                     f"(|value| <= {limits[1]:g})")
+        return True
+    return False
+
+
+def _float_max(et: str) -> float:
+    try:
+        import ml_dtypes
+        return float(ml_dtypes.finfo(numpy_dtype(et)).max)
+    except (ImportError, ValueError, TypeError):
+        return float(np.finfo(numpy_dtype(et)).max)
 
 
 def _tokens(body: str) -> list[str]:

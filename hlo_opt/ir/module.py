@@ -258,9 +258,10 @@ class HloModule:
         return "{(" + params + ")->" + entry.root.shape.to_text() + "}"
 
     def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
-                large_constants: bool = True) -> str:
+                large_constants: bool = True, syntax_sugar_async_ops: bool = False) -> str:
         from ..text.printer import module_to_text
-        return module_to_text(self, operand_shapes, print_metadata, large_constants)
+        return module_to_text(self, operand_shapes, print_metadata, large_constants,
+                              syntax_sugar_async_ops)
 
     def __str__(self):
         return self.to_text()

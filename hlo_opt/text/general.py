@@ -19,6 +19,21 @@ from .patterns import (ATTR_NAME_RE, BARE_OPERAND_RE, CALLED, INST_RE, OPCODE_RE
 from .scan import ScanError, read_value, rx
 
 
+_ASYNC_SUFFIXES = (("-start", "async-start"), ("-update", "async-update"),
+                   ("-done", "async-done"))
+
+
+def async_sugar(opcode: str):
+    """``call-start`` -> ("call", "async-start"): an opcode XLA's parser takes as the
+    shorthand of an async op wrapping another one, or None."""
+    for suffix, async_op in _ASYNC_SUFFIXES:
+        if opcode.endswith(suffix):
+            inner = opcode[:-len(suffix)]
+            if inner in OPCODES and not inner.startswith("async"):
+                return inner, async_op
+    return None
+
+
 class GeneralScanner:
     """Mixin for the parser: needs ``self.text`` (comments blanked) and ``self.raw``."""
 
@@ -114,7 +129,11 @@ class GeneralScanner:
         return self.skip_ws(pos)
 
     def special_attr(self, inst, key, value, vpos, pending, ctrl, npos) -> None:
-        names = [n.strip().lstrip("%") for n in value.strip("{} ").split(",") if n.strip()]
+        if key != "control-predecessors" and value.startswith("{") and "=" in value:
+            names = [self.inline_computation(value, vpos, pending)]
+        else:
+            names = [n.strip().lstrip("%") for n in value.strip("{} ").split(",")
+                     if n.strip()]
         if key == "control-predecessors":
             ctrl.append((inst, names, npos))
             inst.attrs[key] = ""
@@ -133,35 +152,34 @@ class GeneralScanner:
                     pending[i] = (p[0], p[1], p[2] + names, p[3])
                     break
 
+    def inline_computation(self, value: str, vpos: int, pending: list) -> str:
+        """A computation written in place of its name (``to_apply={ a = ... }``): parsed
+        as a computation of its own, named as XLA names it (``_``, made unique when the
+        module is complete); returns its placeholder name."""
+        from ..ir.computation import Computation
+        brace = self.text.find(value, vpos)
+        brace = brace if brace >= 0 else vpos
+        placeholder = f" inline {brace}"
+        comp = Computation(placeholder)
+        comp.module = self.module
+        saved = self.nested
+        self.nested = []
+        try:
+            comp, end, needs_inference = self.parse_body(comp, self.module, brace + 1, pending)
+        finally:
+            self.nested = saved
+        if end != scan.find_closing(self.text, brace):
+            raise ScanError(end, "expected the end of the computation written in place")
+        self.inline_comps.append((comp, needs_inference))
+        return placeholder
+
     def parse_instruction(self, pos: int, pending: list, ctrl: list):
         text = self.text
         m = INST_RE.match(text, pos)
         if not m:
             raise ScanError(pos, "expected an instruction 'name = shape opcode(...)' or '}'")
         npos = m.start(2)
-        name = m.group(2)
-        om = OPCODE_RE.match(text, m.end())
-        if om and om.group(1) in OPCODES:
-            shape = None  # omitted: inferred once operands and callees are resolved
-        else:
-            shape, pos = self.shape_at(m.end())
-            om = OPCODE_RE.match(text, pos)
-        if not om:
-            raise ScanError(self.skip_ws(pos), "expected an opcode followed by '('")
-        opcode = om.group(1)
-        if opcode not in OPCODES:
-            raise ScanError(om.start(1), f"unknown opcode '{opcode}'", semantic=True)
-        open_pos = om.end() - 1
-        close = scan.find_closing(text, open_pos)
-        names: list[str] = []
-        payload = ""
-        if opcode in ("constant", "parameter"):
-            inner = text[open_pos + 1:close - 1]
-            payload = " ".join(inner.split()) if "\n" in inner else inner.strip()
-        else:
-            names = self.parse_operands(open_pos + 1, close - 1)
-        inst = Instruction(opcode, shape, (), {}, name, payload)
-        pos = close
+        inst, names, pos = self.parse_rhs(m.end(), m.group(2))
         attrs = inst.attrs
         while True:
             am = ATTR_NAME_RE.match(text, pos)
@@ -181,10 +199,107 @@ class GeneralScanner:
             else:
                 attrs[key] = value
             pos = vend
+        sugared = self.__dict__.get("sugared")
+        if sugared and inst in sugared:
+            self.desugar_async(inst, *sugared.pop(inst), pending)
         return inst, m.start(1), names, npos, pos
 
+    def desugar_async(self, inst, wrapped: str, opos: int, pending: list) -> None:
+        """``call-start(...)``, ``dynamic-slice-start(...)``, ...: XLA's shorthand for an
+        async-start whose computation holds just that op (its attributes go with it; the
+        async-start keeps ``async_execution_thread``); ``X-update`` / ``X-done`` are
+        async-update / async-done."""
+        if inst.opcode != "async-start":
+            for key in list(inst.attrs):
+                if key != "async_execution_thread":
+                    raise ScanError(opos, f"{wrapped}-{inst.opcode[6:]} takes no attribute "
+                                    f"'{key}'", semantic=True)
+            return
+        from ..ir.computation import Computation
+        shape = inst.shape
+        if shape is None or not shape.is_tuple() or len(shape.tuple_shapes) < 2 or \
+                not shape.tuple_shapes[0].is_tuple():
+            raise ScanError(opos, f"{wrapped}-start needs its shape written out: "
+                            "((operand shapes), result shape, ...)", semantic=True)
+        comp = Computation(f" async {opos}")
+        comp.module = self.module
+        params = []
+        for i, ps in enumerate(shape.tuple_shapes[0].tuple_shapes):
+            p = Instruction("parameter", ps, (), {}, "async_param" if i == 0 else
+                            f"async_param.{i}", str(i))
+            params.append(p)
+        root = Instruction(wrapped, shape.tuple_shapes[1], params, {}, wrapped)
+        thread = None
+        for key, value in list(inst.attrs.items()):
+            if key == "async_execution_thread":
+                thread = value
+                continue
+            root.attrs[key] = value
+        if inst.called_attr is not None:  # to_apply= / calls= of the wrapped op
+            keys = inst.called_attr if isinstance(inst.called_attr, tuple) else \
+                (inst.called_attr,)
+            root.called_attr = inst.called_attr
+            for k in keys:
+                root.attrs[k] = inst.attrs.get(k, "")
+            for i in range(len(pending)):
+                if pending[i][0] is inst:
+                    pending[i] = (root,) + tuple(pending[i][1:])
+            inst.called_attr = None
+        inst.attrs.clear()
+        if thread is not None:
+            inst.attrs["async_execution_thread"] = thread
+        for p in params:
+            p.parent = comp
+        root.parent = comp
+        comp.set_instructions(params + [root])
+        self.module.reserve_names(x.name for x in params + [root])
+        comp.parameters = params
+        comp.root = root
+        if thread is not None:
+            comp.execution_thread = thread.strip('"')
+        inst.attrs["calls"] = ""
+        inst.called_attr = "calls"
+        pending.append((inst, "calls", [comp.name], opos))
+        self.inline_comps.append((comp, False))
+
+    def parse_rhs(self, pos: int, name: str):
+        """``[shape] opcode(operands)`` at ``pos``: (instruction without attributes, its
+        operand names, the offset after the closing paren)."""
+        text = self.text
+        om = OPCODE_RE.match(text, pos)
+        if om and om.group(1) in OPCODES:
+            shape = None  # omitted: inferred once operands and callees are resolved
+        else:
+            shape, pos = self.shape_at(pos)
+            om = OPCODE_RE.match(text, pos)
+        if not om:
+            raise ScanError(self.skip_ws(pos), "expected an opcode followed by '('")
+        opcode = om.group(1)
+        wrapped = None
+        if opcode not in OPCODES:
+            wrapped = async_sugar(opcode)
+            if wrapped is None:
+                raise ScanError(om.start(1), f"unknown opcode '{opcode}'", semantic=True)
+            wrapped, opcode = wrapped
+        open_pos = om.end() - 1
+        close = scan.find_closing(text, open_pos)
+        names: list[str] = []
+        payload = ""
+        if opcode in ("constant", "parameter"):
+            inner = text[open_pos + 1:close - 1]
+            payload = " ".join(inner.split()) if "\n" in inner else inner.strip()
+        else:
+            names = self.parse_operands(open_pos + 1, close - 1)
+        inst = Instruction(opcode, shape, (), {}, name, payload)
+        if wrapped is not None:
+            self.__dict__.setdefault("sugared", {})[inst] = (wrapped, om.start(1))
+        return inst, names, close
+
     def parse_operands(self, start: int, end: int) -> list[str]:
-        """Operand names between the parens: ``a, b`` or ``f32[2]{0} %a, s32[] %b``."""
+        """Operand names between the parens: ``a, b`` or ``f32[2]{0} %a, s32[] %b``; an
+        operand may also be an instruction written in place (``f32[] constant(5)``,
+        nested at will, without attributes, as XLA's parser takes it): it is queued on
+        ``self.nested`` under a placeholder name the parser replaces by a generated one."""
         text = self.text
         if start >= end or text[start:end].isspace():
             return []
@@ -199,15 +314,41 @@ class GeneralScanner:
                 p = self.skip_ws(pos)
                 if p >= end or text[p] == ",":
                     raise ScanError(p, "expected an operand")
-                shape, p = self.shape_at(p)
-                m = BARE_OPERAND_RE.match(text, p, end)
-                if not m or not m.group(1) or (m.end() < end and text[m.end()] != ","):
-                    raise ScanError(self.skip_ws(p), "expected an operand name")
-                names.append(m.group(1))
-                pos = m.end()
+                om = OPCODE_RE.match(text, p, end)
+                if om and om.group(1) in OPCODES:
+                    names.append(self.nested_operand(p, end))
+                    pos = self.nested_end
+                else:
+                    _, q = self.shape_at(p)
+                    om = OPCODE_RE.match(text, q, end)
+                    if om and om.group(1) in OPCODES:
+                        names.append(self.nested_operand(p, end))
+                        pos = self.nested_end
+                    else:
+                        m = BARE_OPERAND_RE.match(text, q, end)
+                        if not m or not m.group(1) or (m.end() < end and text[m.end()] != ","):
+                            raise ScanError(self.skip_ws(q), "expected an operand name")
+                        names.append(m.group(1))
+                        pos = m.end()
+                pos = self.skip_ws(pos)
+                if pos < end and text[pos] != ",":
+                    raise ScanError(pos, "expected ',' or ')'")
             if pos >= end:
                 return names
             pos += 1  # the comma
+
+    def nested_operand(self, pos: int, end: int) -> str:
+        """An instruction written as an operand: parsed (operands first), queued on
+        ``self.nested`` as (instruction, operand names, offset); returns its placeholder
+        name (one no text can hold); ``self.nested_end`` is the offset after it."""
+        nested = self.__dict__.setdefault("nested", [])
+        placeholder = f" nested {pos}"
+        inst, names, close = self.parse_rhs(pos, placeholder)
+        if close > end:
+            raise ScanError(end, "expected ')'")
+        nested.append((inst, names, self.skip_ws(pos)))
+        self.nested_end = close
+        return placeholder
 
     def name_position(self, name: str, start: int) -> int:
         """Offset of the first ``name`` / ``%name`` token at or after ``start``, or -1."""

@@ -18,6 +18,7 @@ import gc
 from operator import attrgetter
 
 from ..errors import HloParseError
+from ..ir.attributes import parse_string
 from ..ir.computation import Computation
 from ..ir.instruction import Instruction
 from ..ir.module import HloModule
@@ -50,6 +51,9 @@ class _Parser(GeneralScanner):
         self.comp_starts = [0]  # where computations start: lark re-reads from there
         self.anchor = -1  # start of the last instruction read before the general scanner
         self.omitted: dict[Instruction, int] = {}  # instructions written without a shape
+        self.nested: list = []  # instructions written as operands, not yet placed
+        self.inline_comps: list = []  # (computation, needs inference) written in place
+        self.generated: list[Instruction] = []  # those, named once every name is known
         self.positions: dict[Instruction, int] = {}  # where each instruction's name is
         self.text = strip_comments(text)
 
@@ -66,19 +70,21 @@ class _Parser(GeneralScanner):
         text = self.text
         module = HloModule("")
         module.filename = self.filename
+        self.module = module
         module.source = SourceMap(self.raw, self.filename, self.base_line, self.positions)
         pos = self.skip_ws(0)
         m = HEADER_RE.match(text, pos)
         if m:
             if m.group(1) is None and m.group(2) is None:
                 raise ScanError(m.end(), "expected the module name after 'HloModule'")
-            module.name = m.group(1) or m.group(2)[1:-1]
+            module.name = m.group(1) or parse_string(m.group(2))
             pos = self.skip_ws(m.end())
             if text.startswith(":", pos):
                 pos += 1
             pos = self.parse_attrs(pos, module.header_attrs, multi=False)
             pos = self.parse_stack_frames(module, pos)
         pending: list = []
+        inline: list[Computation] = []
         comps: dict[str, Computation] = {}
         entry = None
         infer: list[Computation] = []
@@ -92,6 +98,13 @@ class _Parser(GeneralScanner):
                 break
             comp_starts.append(pos)
             comp, pos, needs_inference = parse_computation(module, pos, pending)
+            if self.inline_comps:  # computations written in place: before their caller
+                for icomp, inl_infer in self.inline_comps:
+                    comps[icomp.name] = icomp
+                    if inl_infer:
+                        infer.append(icomp)
+                    inline.append(icomp)
+                self.inline_comps.clear()
             if comp.name in comps:
                 raise ScanError(self.comp_starts[-1], f"computation '{comp.name}' is defined twice",
                                 semantic=True)
@@ -111,8 +124,22 @@ class _Parser(GeneralScanner):
         module.entry = entry
         module.computations = list(comps.values())
         _uniquify_instruction_names(module)
+        for inst in self.generated:  # XLA names them after their opcode
+            module.release_name(inst.name)
+            inst.name = module.unique_name(inst.opcode)
         if not module.name:
             module.name = entry.name
+        for icomp in inline:  # XLA names a computation written in place "_"
+            taken = {c.name for c in module.computations}
+            base = "async_wrapped" if icomp.name.startswith(" async") else "_"
+            name, k = base, 0
+            while name in taken:
+                k += 1
+                name = f"{base}.{k}"
+            comps[name] = comps.pop(icomp.name)
+            pending = [(i, a, [name if n == icomp.name else n for n in ns], p)
+                       for i, a, ns, p in pending]
+            icomp.name = name
         for inst, attr, names, apos in pending:
             try:
                 inst.called = [comps[n] for n in names]
@@ -132,6 +159,11 @@ class _Parser(GeneralScanner):
         if m is None:
             raise ScanError(pos, "expected a computation ('name {' or 'ENTRY name {')")
         entry, percent, name = m.groups()
+        if entry is None and not percent and name == "ENTRY" and \
+                text[m.end():m.end() + 1] in ("(", "{"):
+            # `ENTRY () -> f32[] {`: an entry computation without a name; it takes the
+            # module's (or "main")
+            entry, name = "ENTRY", module.name or "main"
         if name in _NOT_COMPUTATIONS and (not percent or name in ("HloModule", "ROOT")):
             raise ScanError(pos, "expected a computation ('name {' or 'ENTRY name {')")
         comp = Computation(name)
@@ -222,6 +254,8 @@ class _Parser(GeneralScanner):
                     except KeyError:
                         ops = None
                     inst = Instruction(opcode, shape, ops or (), attrs, name, payload)
+                    if opcode == "constant":
+                        _check_constant(inst, m.start(5))
                     if ops is None:
                         later.append((inst, names, m.start(2)))
                     if attrs and not special.isdisjoint(attrs):
@@ -250,6 +284,24 @@ class _Parser(GeneralScanner):
             self.anchor = anchor
             anchor = pos
             inst, root_pos, names, npos, pos = self.parse_instruction(pos, pending, ctrl)
+            if inst.opcode == "constant" and inst.shape is not None:
+                _check_constant(inst, text.find("constant(", npos) + 9)
+            if self.nested:  # instructions written as operands, operands first
+                for ninst, nnames, nnpos in self.nested:
+                    if ninst.opcode == "constant" and ninst.shape is not None:
+                        _check_constant(ninst, text.find("constant(", nnpos) + 9)
+                    if nnames:
+                        later.append((ninst, nnames, nnpos))
+                    if ninst.shape is None:
+                        needs_inference = True
+                        self.omitted[ninst] = nnpos
+                    if ninst.opcode == "parameter":
+                        params.append(ninst)
+                    by_name[ninst.name] = ninst
+                    positions[ninst] = nnpos
+                    ninst.parent = comp
+                    self.generated.append(ninst)
+                self.nested.clear()
             if inst.name in by_name:
                 raise ScanError(npos, f"instruction '{inst.name}' is defined twice",
                                 semantic=True)
@@ -275,8 +327,10 @@ class _Parser(GeneralScanner):
             try:
                 inst.set_operands([by_name[n] for n in names])
             except KeyError as e:
+                who = f"the {inst.opcode} written in place" if inst.name.startswith(" ") \
+                    else f"instruction '{inst.name}'"
                 raise ScanError(self.operand_position(npos, e.args[0]),
-                                f"instruction '{inst.name}' uses unknown operand "
+                                f"{who} uses unknown operand "
                                 f"'%{e.args[0]}'", semantic=True) from None
         for inst, names, npos in ctrl:
             try:
@@ -340,6 +394,37 @@ class _Parser(GeneralScanner):
                     raise ScanError(self.omitted.get(inst, 0),
                                     f"cannot infer the shape of '{inst.name}' ({why}); "
                                     "write the shape out", semantic=True) from None
+
+
+_FITTING_SCALARS: dict[str, set[str]] = {}  # element type -> scalar texts known to fit
+
+
+def _check_constant(inst: Instruction, pos: int) -> None:
+    """A constant's literal must fit its shape (XLA's parser rejects it otherwise): the
+    value is built now (and kept), the error located at the literal."""
+    payload = inst.payload
+    shape = inst.shape
+    scalar = not shape.dims and shape.element_type != "tuple"
+    if scalar:
+        ok = _FITTING_SCALARS.get(shape.element_type)
+        if ok is not None and payload in ok:
+            return  # seen before: fits (the value itself is built on first use)
+    if payload == "{...}":
+        return
+    from ..ir.literal import LiteralSyntaxError, parse_literal, scalar_text_fits
+    try:
+        if scalar and shape.is_array() and scalar_text_fits(payload, shape.element_type):
+            ok = _FITTING_SCALARS.setdefault(shape.element_type, set())
+            if len(ok) < 4096:
+                ok.add(payload)
+            return
+        inst.cache_literal(parse_literal(payload, shape))
+    except LiteralSyntaxError as e:
+        raise ScanError(pos, f"constant literal does not fit {inst.shape.to_text(False)}: {e}",
+                        semantic=True) from None
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ScanError(pos, f"constant literal does not fit {inst.shape.to_text(False)}: {e}",
+                        semantic=True) from None
 
 
 def _cached_shape(text: str) -> Shape | None:

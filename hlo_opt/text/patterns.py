@@ -112,7 +112,7 @@ COMP_RE = rx(r"(ENTRY\s+)?(%?)(" + NAME + r")\s*")
 INST_RE = rx(r"(ROOT\s+)?%?(" + NAME + r")\s*=\s*")
 OPCODE_RE = rx(r"\s*([a-z][a-z0-9\-]*)\s*\(")
 ATTR_NAME_RE = rx(r"\s*,\s*(" + NAME + r")\s*=\s*")
-PARAM_RE = rx(r"\s*%?(" + NAME + r")\s*:\s*")
+PARAM_RE = rx(r"\s*%?(" + NAME + r")(?:\s*:\s*|\s+(?=[a-z(]))")  # `p: f32[]` or `p f32[]`
 BARE_OPERAND_RE = rx(r"\s*%?(" + NAME + r")\s*")
 SPACED_LAYOUT_RE = rx(r"[ \t]+\{(?=\s*[\d:}])")
 TABLE_RE = rx(r"(FileNames|FunctionNames|FileLocations|StackFrames)(?![\w.\-$])")

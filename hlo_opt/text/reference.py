@@ -87,6 +87,9 @@ def describe_expected(names, previous: str | None = None, inner: str | None = No
     if "LSQB" in names and len(names) > 1 and previous == "NAME":
         # after `x` in `add(x y)`: '[' would make `x` an element type; ',' or ')' is meant
         names.discard("LSQB")
+    if "LPAR" in names and len(names) > 1 and previous == "NAME" and inner == "(":
+        # likewise '(' would make `x` the opcode of an instruction written in place
+        names.discard("LPAR")
     if "INT" in names and "FLOAT" not in names:
         names.discard("NEG_SPECIAL")
     punct = []

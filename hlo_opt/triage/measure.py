@@ -3,12 +3,15 @@
 Backends are reached through :func:`hlo_opt.backends.compile` only, so any backend name
 works.  What an executable may offer beyond ``run(args)`` is used where present:
 
-- ``kernel_count`` (an int, or a method returning one): the kernels it launches; else
-  the kernels are counted from the optimized module (fusions, library calls and other
-  data-moving instructions: :func:`hlo_opt.analysis.cost.kernel_breakdown`);
-- ``device_name`` (str): the device it runs on; else the backend and the host's CPU;
-- ``run_profiled(args) -> (outputs, seconds)``: one run and its kernel time (``--profile``
-  times kernels instead of the whole call).
+- ``kernel_count`` (an int, or a method returning one), or ``program.kernels`` (the cuda
+  backend's kernel list): the kernels it launches; else the kernels are counted from the
+  optimized module (fusions, library calls and other data-moving instructions:
+  :func:`hlo_opt.analysis.cost.kernel_breakdown`);
+- ``device_name`` (str) or ``device_info.name``: the device it runs on; else the backend
+  and the host's CPU;
+- ``run_profiled(args) -> (outputs, seconds)``, or the cuda backend's ``profile(args,
+  iterations) -> rows`` (``time_us`` per call, ``calls``): the kernel time of one run
+  (``--profile`` times kernels instead of the whole call).
 
 Bytes moved always come from the cost model (:func:`hlo_opt.analysis.cost.module_cost`).
 """
@@ -83,6 +86,8 @@ def machine_of(executable, backend: str) -> tuple[str, str]:
     device = getattr(executable, "device_name", None)
     if callable(device):
         device = device()
+    if not device:
+        device = getattr(getattr(executable, "device_info", None), "name", None)
     return host_name(), str(device) if device else f"{backend} on {_cpu_model()}"
 
 
@@ -92,6 +97,9 @@ def _kernel_count(executable, module) -> int:
         count = count()
     if isinstance(count, int):
         return count
+    kernels = getattr(getattr(executable, "program", None), "kernels", None)
+    if isinstance(kernels, (list, tuple)):
+        return len(kernels)
     from ..analysis.cost import kernel_breakdown
     return kernel_breakdown(module)["kernels"]
 
@@ -108,7 +116,8 @@ def measure(module, backend: str, args, repeat: int = 1, warmup: int = 0,
     from ..analysis.cost import module_cost
     from ..backends import compile as compile_module
     executable = compile_module(module, backend)
-    profiled = getattr(executable, "run_profiled", None)
+    profiled = getattr(executable, "run_profiled", None) or \
+        getattr(executable, "profile", None)
     if profile and profiled is None:
         raise HloError(f"backend '{backend}' has no profile data (--profile needs an "
                        "executable with run_profiled)")
@@ -125,7 +134,13 @@ _NO_LOCK = contextlib.nullcontext()
 
 def _timed(executable, args, profile: bool):
     if profile:
-        result, seconds = executable.run_profiled(args)
+        profiled = getattr(executable, "run_profiled", None)
+        if profiled is not None:
+            result, seconds = profiled(args)
+        else:  # profile rows: per-call microseconds and calls of each kernel, one run
+            rows = executable.profile(args, 1)
+            result = None
+            seconds = sum(r["time_us"] * r["calls"] for r in rows) * 1e-6
     else:
         start = time.perf_counter()
         result = executable.run(args)
@@ -148,5 +163,5 @@ def _runs(executable, args, repeat, warmup, profile, pair):
         if pair is not None and i % 2 == 1:
             pair_times.append(_timed(pair, args, profile)[1])
         if outputs is None:
-            outputs = result
+            outputs = result if result is not None else executable.run(args)
     return outputs, times, pair_times

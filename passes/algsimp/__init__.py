@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections import Counter
 
 from hlo_opt.rewrite.rules import Rules, run_rules
-from . import rules_arith, rules_dot, rules_logic, rules_reduce, rules_shape, rules_slice
+from . import (rules_arith, rules_dot, rules_logic, rules_reduce, rules_shape, rules_slice,
+               rules_structure)
 from .options import AlgebraicSimplifierOptions
 
 RULES: Rules = (rules_arith.RULES + rules_logic.RULES + rules_shape.RULES + rules_slice.RULES
-                + rules_reduce.RULES + rules_dot.RULES)
+                + rules_reduce.RULES + rules_dot.RULES + rules_structure.RULES)
 
 
 def _skipped_computations(module) -> set:

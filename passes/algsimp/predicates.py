@@ -70,8 +70,11 @@ def _uniform_value(c: Instruction):
                 conv = flat.astype(np.uint64 if t == "u64" else np.int64)
                 first = int(conv[0])
             else:
-                conv = flat.astype(np.complex128 if is_complex(t) else np.float64)
-                first = complex(conv[0]) if is_complex(t) else float(conv[0])
+                # XLA's Literal::IsAll compares bit patterns (memcmp): {0, -0} is not
+                # uniform, and neither is a mix of NaN payloads.
+                conv = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) if \
+                    flat.dtype.itemsize in (1, 2, 4, 8) else flat
+                first = complex(flat[0]) if is_complex(t) else float(flat[0])
             if flat.size == 1 or bool(np.all(conv == conv[0])):
                 v = first
     if len(_UNIFORM) > 100_000:
@@ -102,6 +105,7 @@ _INTEGRAL: dict[str, bool] = {}
 
 def _make_all_test(value):
     as_bool = bool(value)
+    zero = isinstance(value, (int, float, complex)) and value == 0
     try:
         as_int = None if isinstance(value, float) and not value.is_integer() else int(value)
         int_ok = True
@@ -128,8 +132,17 @@ def _make_all_test(value):
             if not int_ok:
                 return v == int(value)  # (raises as int(value) does)
             return as_int is not None and v == as_int
-        return v == value
+        if v != value:
+            return False
+        # Bitwise, as XLA's IsAll: a float zero is +0 only (x - (-0) is not x - 0).
+        return not zero or not _negative_zero(v)
     return test
+
+
+def _negative_zero(v) -> bool:
+    if isinstance(v, complex):
+        return math.copysign(1.0, v.real) < 0 or math.copysign(1.0, v.imag) < 0
+    return math.copysign(1.0, v) < 0
 
 
 def is_all(inst: Instruction, value) -> bool:

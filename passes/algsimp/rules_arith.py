@@ -12,7 +12,8 @@ import numpy as np
 
 from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
-from hlo_opt.ir.types import is_complex, is_float, is_integral, is_signed_int, numpy_dtype
+from hlo_opt.ir.types import (BIT_WIDTH, is_complex, is_float, is_integral, is_signed_int,
+                              numpy_dtype)
 
 from hlo_opt.rewrite.rules import BSC, C, CHANGED, NC, P, RuleList, Rules, SC, X
 from .predicates import (ALL, constant_array, floating, integral, is_all, is_fp_power_of_two,
@@ -512,6 +513,23 @@ def _iota_rem(ctx, iota, d):
         return None
     n = iota.shape.dims[iota.attr("iota_dimension")]
     return iota if scalar_value(d) >= n else None
+
+
+@r(P("remainder", P("add", P("iota", name="iota"), BSC("n"), commute=True, name="sum"),
+     BSC("d", bcast="bd")), "(iota + N) % N => iota % N when iota + N cannot overflow")
+def _iota_plus_n_rem(ctx, iota, n, sum, d, bd):
+    if not integral(iota):
+        return None
+    nv, dv = scalar_value(n), scalar_value(d)
+    if nv is None or nv != dv or isinstance(nv, bool):
+        return None
+    t = iota.shape.element_type
+    bits = BIT_WIDTH[t]
+    hi = (1 << (bits - 1)) - 1 if is_signed_int(t) else (1 << bits) - 1
+    size = iota.shape.dims[iota.attr("iota_dimension")]
+    if nv + size > hi:  # XLA's OverflowSafeAdd + FitsInIntegralType
+        return None
+    return ctx.b.binary("remainder", iota, bd)
 
 
 # ---- exp / log / sqrt / rsqrt -----------------------------------------------------------

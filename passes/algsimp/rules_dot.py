@@ -148,12 +148,23 @@ def _dot_degenerate(ctx, lhs, rhs):
     return bld.reshape(nd, d.shape.dims)
 
 
+def _unreduced(dot) -> bool:
+    """Whether the dot's value carries an ``unreduced`` sharding: its own, or that of a
+    ``Sharding`` custom-call reading it.  XLA leaves such a dot's operands alone."""
+    if "unreduced" in str(dot.attrs.get("sharding", "")):
+        return True
+    return any(u.opcode == "custom-call" and u.custom_call_target == "Sharding"
+               and "unreduced" in str(u.attrs.get("sharding", "")) for u in dot.users)
+
+
 @r(P("dot", P("transpose", X("a"), name="lt"), P("transpose", X("b"), name="rt")),
    "dot(transpose(A), transpose(B)) => transpose(dot(A, B) or dot(B, A))", exact=False)
 def _dot_transposes(ctx, a, lt, b, rt):
     d = ctx.inst
     if ctx.opts.is_layout_sensitive or tuple(lt.dimensions) != tuple(rt.dimensions):
         return None
+    if _unreduced(d):
+        return None  # an unreduced (partial-sum) result: its sharding names d's own dims
     perm = list(lt.dimensions)
     lb, lc, rb, rc = dot_dims(d)
     rank = d.shape.rank

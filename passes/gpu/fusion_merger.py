@@ -15,9 +15,10 @@ from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.fuel import consume_fuel
 
 from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind, fused_instructions,
-                                          fusion_fits_in_budget, is_input_fusible_reduction,
-                                          is_loop_fusion, is_physically_transposing,
-                                          producer_consumer_fusible)
+                                          fusion_fits_in_budget, heroes_compatible,
+                                          is_input_fusible_reduction, is_loop_fusion,
+                                          is_physically_transposing, producer_consumer_fusible,
+                                          real_hero_for_mof)
 from hlo_opt.rewrite.fusion import absorb, create_fusion
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
@@ -121,9 +122,16 @@ class FusionMerger:
         if not is_loop_fusion(producer):
             return "not a loop fusion"
         has_reduction_user = False
+        producer_hero = info.memo("mof_hero", producer, real_hero_for_mof)
         for user in users:
             if user.opcode == "bitcast":
                 return "not fusing bitcast ops"
+            if user.opcode == "fusion" and user.attrs.get("kind") == "kCustom":
+                return "not fusing custom fusions"
+            reason = heroes_compatible(producer_hero,
+                                       info.memo("mof_hero", user, real_hero_for_mof))
+            if reason:
+                return reason
             reason = producer_consumer_fusible(
                 producer, user, self.options.xla_gpu_enable_reduction_epilogue_fusion, info)
             if reason:

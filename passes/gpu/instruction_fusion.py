@@ -65,6 +65,8 @@ class FusionRules:
         producer = consumer.operands[i]
         if producer.opcode == "fusion":
             return "the producer is a fusion"
+        if consumer.opcode == "fusion" and consumer.attrs.get("kind") == "kCustom":
+            return "the consumer is a custom fusion"
         if gpu_is_expensive(producer) and reuses_operand_elements(consumer, i):
             return "the producer is expensive, and the consumer reuses inputs"
         if self.info.memo("input_reduction", consumer, is_input_fusible_reduction) and \

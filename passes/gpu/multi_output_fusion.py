@@ -31,8 +31,44 @@ from .fusion_merger import producer_consumer_merged_too_large
 
 
 def _is_profitable_operand(inst) -> bool:
-    return not (inst.opcode == "constant" and inst.shape.is_array()
-                and inst.shape.num_elements() == 1)
+    """XLA's IsProfitableOperand: an effective scalar (any opcode) is not worth sharing."""
+    return not (inst.shape.is_array() and inst.shape.num_elements() == 1)
+
+
+def _unique_slice(parent, inst):
+    """XLA's FindUniqueSlice: the one slice through which ``inst`` (a slice, or a fusion
+    reading ``parent`` through a single-use parameter) reads ``parent``, else None."""
+    if inst.opcode == "slice":
+        return inst
+    if inst.opcode != "fusion":
+        return None
+    result = None
+    params = inst.called[0].parameters
+    for i, o in enumerate(inst.operands):
+        if o is parent:
+            if result is not None:
+                return None
+            p = params[i]
+            if p.user_count != 1:
+                return None
+            result = _unique_slice(p, p.users[0])
+            if result is None:
+                return None
+    return result
+
+
+def _slices_disjoint(a, b, parent) -> str | None:
+    """XLA's ParameterSlicesAreNonOverlapping: siblings reading disjoint slices of a
+    large (>= 1024 bytes) shared operand gain nothing from sharing it."""
+    if not parent.shape.is_array() or parent.shape.byte_size() < 1024:
+        return None
+    s1, s2 = _unique_slice(parent, a), _unique_slice(parent, b)
+    if s1 is None or s2 is None:
+        return None
+    for (lo1, hi1, _), (lo2, hi2, _) in zip(s1.attr("slice").dims, s2.attr("slice").dims):
+        if not (lo1 < hi2 and lo2 < hi1):
+            return "slices are non-overlapping"
+    return None
 
 
 def _fusion_priority(inst) -> int:
@@ -112,7 +148,7 @@ class GpuMultiOutputFusion:
         while worklist:
             producer = worklist.pop()
             if producer.parent is not comp or producer.opcode == "constant" or \
-                    producer in self.tainted:
+                    producer in self.tainted or is_fusion_kind(producer, "kCustom"):
                 continue
             if self._fuse_siblings(comp, producer, reach, info):
                 changed = True
@@ -175,8 +211,8 @@ class GpuMultiOutputFusion:
                 b = siblings[j]
                 if b.parent is not comp or b in self.tainted or self._sibling_candidate(b) \
                         or reach.connected(a, b) \
-                        or self._shapes_compatible(a, b) or _legal_to_fuse(a, b, self.device,
-                                                                            info) \
+                        or self._shapes_compatible(a, b) or _slices_disjoint(a, b, parent) \
+                        or _legal_to_fuse(a, b, self.device, info) \
                         or not consume_fuel(self.name, lambda: f"fuse sibling %{b.name} "
                                                                f"into %{a.name}"):
                     j += 1

@@ -41,8 +41,10 @@ def rewrite(reduce):
     inputs, inits = reduce.operands[:n_in], reduce.operands[n_in:]
     in_dims = list(inputs[0].shape.dims)
     dims = sorted(reduce.dimensions)
-    if len(dims) > 2:
-        return None
+    if not _grouped(dims) or any(
+            x.shape.effective_layout().minor_to_major != tuple(range(x.shape.rank - 1, -1, -1))
+            for x in inputs):
+        return None  # (XLA runs it after the grouper and reduction-layout-normalizer)
     reduce_batch = len(dims) > 1
     reduced_dim = dims[-1]
     comp = reduce.parent
@@ -105,6 +107,16 @@ def rewrite(reduce):
     outer_reduced = len(outer_dims) - 1 if rd.is_row_reduction else reduced_dim
     return make_reduce(comp, reduce.shape, [inner] if n_in == 1 else _gtes(comp, inner, n_in),
                        inits, [outer_reduced], reduce.to_apply, reduce)
+
+
+def _grouped(dims) -> bool:
+    """Whether the reduced dimensions are in reduction-dimension-grouper's form, the only
+    one the split below understands (as XLA's, which runs after the grouper): at most two
+    reduced dimensions, none adjacent to another, and a second one only as a leading batch
+    dimension.  Any other valid reduction (the grouper disabled) is left alone."""
+    if len(dims) > 2 or any(b == a + 1 for a, b in zip(dims, dims[1:])):
+        return False
+    return len(dims) < 2 or dims[0] == 0
 
 
 def _gtes(comp, tup, n):

@@ -57,7 +57,7 @@ def test_level4_detects_writes_before_the_buffer():
     rec = sess.records[-1]
     bad = [r for r in rec.results if r.failure]
     assert [r.failure.kind for r in bad] == [FailureKind.REDZONE_MODIFIED]
-    assert f"LHS redzone" in bad[0].failure.msg and f"offset {256 - 8}" in bad[0].failure.msg
+    assert "LHS redzone" in bad[0].failure.msg and f"offset {256 - 8}" in bad[0].failure.msg
 
 
 def test_level4_records_a_wrong_result_but_keeps_it_eligible_as_xla():

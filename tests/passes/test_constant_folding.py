@@ -105,7 +105,7 @@ ENTRY %main () -> {et}[7] {{
     assert e[mask].tobytes() == a[mask].tobytes()
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=120, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(modules(constant_inputs=True))
 def test_constant_folding_preserves_values_of_random_constant_graphs(text):

@@ -80,6 +80,26 @@ def test_existing_backend_config_keys_are_kept():
     w = next(i for i in m.entry.instructions if i.opcode == "while")
     w.attrs["backend_config"] = '{"other":{"x":"1"}}'
     assert WhileLoopTripCountAnnotator().run(m)
-    assert json.loads(w.attrs["backend_config"]) == {"known_trip_count": {"n": "4"},
-                                                     "other": {"x": "1"}}
+    assert json.loads(w.attrs["backend_config"]) == {
+        "known_trip_count": {"n": "4"}, "known_init_step": {"init": "0", "step": "1"},
+        "known_induction_variable": {"tuple_index": "0"}, "other": {"x": "1"}}
     assert not WhileLoopTripCountAnnotator().run(m)  # idempotent: no change reported
+
+
+def test_induction_variable_is_recorded_when_the_count_overflows_int64():
+    """s64 from -2^63 + 1 up to 2^63 - 1 in steps of 1: 2^64 - 2 trips (no int64); XLA
+    still records the induction variable."""
+    m = parse_hlo(_loop(-(1 << 63) + 1, "add", 1, "LT", (1 << 63) - 1, ty="s64"))
+    w = next(i for i in m.entry.instructions if i.opcode == "while")
+    assert trip_count(w) == (1 << 64) - 2
+    assert WhileLoopTripCountAnnotator().run(m)
+    assert json.loads(w.attrs["backend_config"]) == {
+        "known_induction_variable": {"tuple_index": "0"}}
+
+
+def test_counting_down_records_the_count_without_init_step():
+    m = parse_hlo(_loop(20, "subtract", 4, "GE", 3))
+    w = next(i for i in m.entry.instructions if i.opcode == "while")
+    assert WhileLoopTripCountAnnotator().run(m)
+    assert json.loads(w.attrs["backend_config"]) == {
+        "known_trip_count": {"n": "5"}, "known_induction_variable": {"tuple_index": "0"}}

@@ -50,6 +50,24 @@ CASES = [
      "12:62: attribute 'dimensions' is given twice"),
     ("%p = f32[4]{0} parameter", "%p = f32[4]{1,0} parameter",
      "10:14: layout {1,0} does not match rank 1"),
+    # a constant whose literal does not fit its shape (XLA's parser rejects it)
+    ("%c = f32[] constant(0)", "%c = f32[] constant(garbage)",
+     "11:23: constant literal does not fit f32[]: bad number 'garbage'"),
+    ("%c = f32[] constant(0)", "%c = s8[] constant(300)",
+     "11:22: constant literal does not fit s8[]: value 300 is out of range for s8 [-128, 127]"),
+    ("%c = f32[] constant(0)", "%c = f16[] constant(1e5)",
+     "11:23: constant literal does not fit f16[]: value 100000 is out of range for f16 "
+     "(|value| <= 65504)"),
+    ("%c = f32[] constant(0)", "%c = f32[2] constant({1, 2, 3})",
+     "11:24: constant literal does not fit f32[2]: literal's nesting does not match shape "
+     "f32[2] (expected 1 level(s) of braces of sizes [2])"),
+    ("%c = f32[] constant(0)", "%c = f32[] constant({0})",
+     "11:23: constant literal does not fit f32[]: a literal of shape f32[] is one value, "
+     "without braces"),
+    ("%c = f32[] constant(0)", "%c =\n    f32[] constant(nope)",
+     "12:20: constant literal does not fit f32[]: bad number 'nope'"),
+    ("%r = f32[] reduce(f32[4]{0} %p, f32[] %c)", "%r = f32[] reduce(f32[4]{0} %p, s8[] constant(999))",
+     "12:49: constant literal does not fit s8[]: value 999 is out of range for s8 [-128, 127]"),
 ]
 
 

@@ -87,7 +87,7 @@ def _check(text: str) -> None:
             assert parse_hlo(printed, "printed").to_text() == printed
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutations_raise_only_parse_errors(text):

@@ -76,7 +76,7 @@ SYNTAX_ERRORS = [
     ("dimensions={0}, to_apply", "dimensions={0)}, to_apply"),
     ('metadata={op_name="b"}', 'metadata={op_name="b"},'),
     ("(p: f32[4]) -> f32[4] {", "(p: f32[4]) f32[4] {"),
-    ("(p: f32[4]) -> f32[4] {", "(p f32[4]) -> f32[4] {"),
+    ("(p: f32[4]) -> f32[4] {", "(p f32[4] -> f32[4] {"),
     ("(p: f32[4]) -> f32[4] {", "(p: f32[4]) -> f32[4]"),
     ("  ROOT %s = f32[] add(f32[] %x, f32[] %y)\n}", "  ROOT %s = f32[] add(f32[] %x, f32[] %y)"),
     ("HloModule m,", "HloModule m,,"),

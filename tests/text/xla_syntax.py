@@ -143,6 +143,73 @@ ENTRY entry {
 
 CRLF = SHORT_FORM.replace("\n", "\r\n")
 
+# Instructions written as operands (XLA's parser names them after their opcode), nested.
+NESTED_OPERANDS = '''HloModule nested
+ENTRY %c (q: s32[]) -> (f32[8,7], pred[], f32[]) {
+  %r = f32[8,7] reshape(f32[1,8,1,7] parameter(1))
+  %q = s32[] parameter(0)
+  %p = pred[] compare(%q, s32[] constant(5)), direction=LT
+  ROOT %t = (f32[8,7], pred[], f32[]) tuple(%r, %p, f32[] add(f32[] constant(1), f32[] negate(f32[] constant(2))))
+}
+'''
+
+# Signature forms: a parameter without ':', an ENTRY without a name.
+SIGNATURES = '''HloModule sigs
+%neg (operand f64[2,2]) -> f64[2,2] {
+  %operand = f64[2,2] parameter(0)
+  ROOT %n = f64[2,2] negate(%operand)
+}
+ENTRY (x: f64[2,2]) -> f64[2,2] {
+  %x = f64[2,2] parameter(0)
+  ROOT %c = f64[2,2] call(%x), to_apply=%neg
+}
+'''
+
+# Computations written in place of their name, on one line or several.
+INLINE_COMPUTATIONS = '''HloModule inline
+ENTRY %e {
+  %p = f32[8] parameter(0)
+  %z = f32[] constant(0)
+  %r = f32[] reduce(%p, %z), dimensions={0}, to_apply={ %a = f32[] parameter(0)  %b = f32[] parameter(1)  ROOT %s = f32[] add(%a, %b) }
+  ROOT %r2 = f32[] reduce(%p, %r), dimensions={0}, to_apply={
+    x = f32[] parameter(0)
+    y = f32[] parameter(1)
+    ROOT m = f32[] maximum(x, y)
+  }, metadata={op_name="max"}
+}
+'''
+
+# A quoted module name that is no identifier: printed quoted again.
+QUOTED_NAME = '''HloModule "jit(f)/a b.c"
+ENTRY %e {
+  ROOT %c = f32[] constant(1)
+}
+'''
+
+# Async shorthand: `X-start` / `X-done` wrap op X in an async computation (any op, not
+# only those with async opcodes of their own).
+ASYNC_SUGAR = '''HloModule async_sugar
+%callee (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%x)
+}
+ENTRY %e (p: f32[4], i: s32[], u: f32[2]) -> (f32[4], f32[2], f32[4], f32[4]) {
+  %p = f32[4] parameter(0)
+  %i = s32[] parameter(1)
+  %u = f32[2] parameter(2)
+  %cs = ((f32[4]), f32[4], s32[]) call-start(%p), to_apply=%callee
+  %cd = f32[4] call-done(%cs)
+  %ds = ((f32[4], s32[]), f32[2], s32[]) dynamic-slice-start(%p, %i), dynamic_slice_sizes={2}
+  %dd = f32[2] dynamic-slice-done(%ds)
+  %us = ((f32[4], f32[2], s32[]), f32[4], s32[]) dynamic-update-slice-start(%p, %u, %i)
+  %uu = ((f32[4], f32[2], s32[]), f32[4], s32[]) dynamic-update-slice-update(%us)
+  %ud = f32[4] dynamic-update-slice-done(%uu)
+  %es = ((f32[4]), f32[4], s32[]) exponential-start(%p), async_execution_thread="side"
+  %ed = f32[4] exponential-done(%es)
+  ROOT %t = (f32[4], f32[2], f32[4], f32[4]) tuple(%cd, %dd, %ud, %ed)
+}
+'''
+
 MODULES = {
     "stack_frames": STACK_FRAMES,
     "collectives": COLLECTIVES,
@@ -151,4 +218,9 @@ MODULES = {
     "control_flow": CONTROL_FLOW,
     "short_form": SHORT_FORM,
     "crlf": CRLF,
+    "nested_operands": NESTED_OPERANDS,
+    "signatures": SIGNATURES,
+    "inline_computations": INLINE_COMPUTATIONS,
+    "quoted_name": QUOTED_NAME,
+    "async_sugar": ASYNC_SUGAR,
 }

@@ -273,3 +273,35 @@ def test_paired_rows_are_compared_with_the_baseline_timed_beside_them():
     with pytest.raises(HloError, match="paired"):
         _sweep(settings=AblateSettings(repeat=3, warmup=0),  # paired resumes only paired
                resume={**doc, "passes": []})
+
+
+class _ProfileRowsExecutable:
+    """The cuda backend's shape: program.kernels, device_info.name, profile() rows."""
+
+    def __init__(self, module):
+        from types import SimpleNamespace
+
+        from hlo_opt.backends.interpreter import Interpreter
+        self.inner = Interpreter(module)
+        self.program = SimpleNamespace(kernels=["k0", "k1", "k2"])
+        self.device_info = SimpleNamespace(name="Fake H200")
+
+    def run(self, args):
+        return self.inner.run(args)
+
+    def profile(self, args, iterations=1):
+        return [{"name": "k0", "kind": "kernel", "time_us": 10.0, "calls": 2},
+                {"name": "k1", "kind": "kernel", "time_us": 5.0, "calls": 1}]
+
+
+def test_measure_reads_the_cuda_backends_profile_rows(monkeypatch):
+    import hlo_opt.backends as backends
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.interpreter.literals import random_arguments
+    from hlo_opt.triage.measure import measure
+    monkeypatch.setattr(backends, "compile", lambda m, b: _ProfileRowsExecutable(m))
+    module = parse_hlo("HloModule c\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                       "  ROOT n = f32[2] negate(p)\n}\n")
+    m = measure(module, "fake", random_arguments(module), repeat=2, profile=True)
+    assert m.times_s == [pytest.approx(25e-6)] * 2
+    assert m.kernels == 3 and m.device == "Fake H200" and len(m.outputs) == 1

@@ -538,7 +538,7 @@ def test_debug_options_file_unreadable_names_it(tmp_path):
         DebugOptions.from_sources(env={}, debug_options_file=missing)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(st.text(), st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)),
                                    min_size=0, max_size=8).filter(lambda s: "," not in s and s),
                            max_size=3))

@@ -403,3 +403,17 @@ def test_all_errors_are_collected_up_to_a_cap():
     text = rejects(m, "80 verification error(s)", "... and 30 more")
     assert text.count("declared shape f32[3]") == 50
     assert len(module_errors(m, max_errors=5)) == 5
+
+
+def test_constant_whose_literal_does_not_fit_is_rejected():
+    """A constant built (or rewritten) with a literal that does not fit its shape: the
+    verifier names it (the parser rejects such text before, at the literal)."""
+    m = parse_hlo("HloModule m\nENTRY e {\n  ROOT c = f32[2] constant({1, 2})\n}\n")
+    c = m.entry.root
+    c.payload = "{1, 2, 3}"
+    c.cache_literal(None)
+    errors = module_errors(m)
+    assert any("constant literal does not fit f32[2]" in e and "%c" in e for e in errors), errors
+    c.payload = "{1, 2}"
+    c.cache_literal(None)
+    assert module_errors(m) == []

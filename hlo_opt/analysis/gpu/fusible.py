@@ -11,7 +11,7 @@ from functools import lru_cache
 from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import ELEMENTWISE, NEVER_EXPENSIVE
-from hlo_opt.ir.types import is_complex, is_integral
+from hlo_opt.ir.types import BIT_WIDTH, is_complex, is_integral
 
 from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions,
                                             reduction_dimensions, reduction_is_race_free)
@@ -42,7 +42,10 @@ def is_fusible(inst: Instruction) -> bool:
 def is_elementwise(inst: Instruction) -> bool:
     """HloInstruction::IsElementwise (copy counts; a fusion when its body does)."""
     if inst.opcode in ELEMENTWISE or inst.opcode == "copy":
-        return True
+        # (a bitcast-convert that changes the bit width changes the shape: not elementwise)
+        return inst.opcode != "bitcast-convert" or \
+            BIT_WIDTH.get(inst.shape.element_type) == \
+            BIT_WIDTH.get(inst.operands[0].shape.element_type)
     if inst.opcode == "fusion":
         body = fused_instructions(inst)
         return bool(body) and all(is_elementwise(i) for i in body)
@@ -356,14 +359,9 @@ def _all_satisfy(inst: Instruction, pred) -> bool:
 
 
 def _is_reduce_epilogue_intermediate(inst: Instruction) -> bool:
-    if len(inst.operands) > 1 or inst.user_count > 1:
-        return False
-    op = inst.opcode
-    if op in ("bitcast", "bitcast-convert", "convert"):
-        return True
-    if op == "reshape":
-        return reshape_is_bitcast(inst.operands[0].shape, inst.shape)
-    return False
+    """XLA's IsIntermediate(hlo, 1) (newer than its IsReduceIntermediate): any unary
+    elementwise op or bitcast-like op, whatever its number of users."""
+    return is_intermediate(inst, 1)
 
 
 # ---- in-place operations -------------------------------------------------------------------

@@ -17,7 +17,7 @@ class CheckResult:
 def check_module(module, backend: str, seed: int = 1, pipeline: str | None = None,
                  abs_bound: float = 1e-3, rel_bound: float = 1e-3, **options) -> CheckResult:
     from .. import compile as compile_module
-    from ..interpreter.literals import compare_results, random_arguments, result_shapes
+    from ..interpreter.literals import random_arguments
     name = module.name
     try:
         args = random_arguments(module, seed)

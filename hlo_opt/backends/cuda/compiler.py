@@ -94,7 +94,9 @@ def compile_cuda(source: str, arch: str = "sm_90", name: str = "module.cu",
         (res,) = nv.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         log = _log(nv, prog)
         if res != nv.nvrtcResult.NVRTC_SUCCESS:
-            raise CudaCompileError(f"NVRTC failed to compile {name} for {arch}:\n{log}")
+            tail = "\n".join(ln for ln in log.splitlines() if "error" in ln)[-2000:]
+            raise CudaCompileError(f"NVRTC failed to compile {name} for {arch} "
+                                   f"({getattr(res, 'name', res)}):\n{tail or log[-2000:]}")
         err, n = nv.nvrtcGetPTXSize(prog)
         _check(nv, err, "nvrtcGetPTXSize")
         buf = b" " * n

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter
 from ...codegen.expr import Expr
-from ...errors import UnsupportedError
 from .renderer import CTYPE, STORAGE, Block, check_type, from_storage, to_storage
 
 INT32_MAX = (1 << 31) - 1
@@ -196,8 +195,9 @@ class VectorBlock(KernelBlock):
     """Lanes of a vectorized loop: loads at the output's own linear index become one
     vector load per input (shared by the lanes), stores one vector store per output."""
 
-    def __init__(self, load, narrow, out_lin, kernel, indent=1):
+    def __init__(self, load, narrow, out_lin, kernel, indent=1, width=4):
         super().__init__(load, narrow, indent)
+        self.width = width
         self.out_lin = out_lin
         self.k = kernel
         self.lane = 0
@@ -211,7 +211,7 @@ class VectorBlock(KernelBlock):
             if size in _VEC and v.num_elements() == self.k.outputs[0].shape.num_elements() \
                     or size in _VEC and n.attr in self.vec:
                 name = self.vec.get(n.attr)
-                width = 4
+                width = self.width
                 if name is None:
                     name = self.fresh("vin")
                     t = f"{_VEC[size]}{width}"
@@ -378,7 +378,8 @@ class KernelEmitter:
         threads = self.cfg.block
         params, decl = self._signature(name, outs)
         if width > 1:
-            blk = VectorBlock(self._load, narrow, ix.linear_index(shape, idx), k, indent=2)
+            blk = VectorBlock(self._load, narrow, ix.linear_index(shape, idx), k, indent=2,
+                              width=width)
             lanes = []
             for u in range(width):
                 blk.scopes.append({})
@@ -469,6 +470,10 @@ class KernelEmitter:
                     if st is not None and st.get(a) not in (0, 1) and st.get(b) == 1:
                         staged.append(n)
         if not staged:
+            return None
+        smem = sum(32 * 33 * max(4, 8 if n.dtype in ("f64", "s64", "u64") else 4)
+                   for n in staged)
+        if smem > self.device.shared_memory_per_block:  # 48 KB without opt-in: plain loop
             return None
         narrow = self._narrow()
         it = "int" if narrow else "int64_t"

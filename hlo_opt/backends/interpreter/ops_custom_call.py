@@ -2,6 +2,10 @@
 emit; any other target is an UnsupportedError that names it.
 
 * ``__cublas$gemm`` / ``__cublas$lt$matmul`` (GemmRewriter): in ``ops_gemm.py``.
+* ``TopK`` (what XLA:CPU emits for ``jax.lax.top_k``; operand [n] or [batch, n], result
+  (values [.., k], s32 indices [.., k])): the k largest in the total order with -0 < +0,
+  ties by the lower index, as XLA:CPU's runtime; a comparator computing ``LT`` asks for
+  the k smallest instead.
 * ``__cudnn$convForward``, ``__cudnn$convBackwardInput``, ``__cudnn$convBackwardFilter``
   (GpuConvRewriter): ``window``, ``dim_labels`` and ``feature_group_count`` describe the
   *forward* convolution; forward takes (input, filter) -> output, backward-input
@@ -232,3 +236,25 @@ def cudnn_conv_bias_activation(inst, args, ctx):
     if mode not in _ACTIVATIONS:
         raise unsupported(inst, f"convBiasActivationForward activation_mode {mode}")
     return _result(inst, np.asarray(_ACTIVATIONS[mode](out, cfg)).astype(acc), labels)
+
+
+# ---- TopK (XLA:CPU's custom call for jax.lax.top_k) -------------------------------------
+@target("TopK")
+def _topk(inst, args, ctx):
+    from .ops_sort import top_k
+    shape = inst.shape
+    if (len(args) != 1 or not shape.is_tuple() or len(shape.tuple_shapes) != 2
+            or args[0].ndim not in (1, 2) or shape.tuple_shapes[0].rank != args[0].ndim):
+        raise unsupported(inst, "TopK takes one [n] or [batch, n] operand and returns "
+                                "(values, indices) of [.., k]")
+    k = shape.tuple_shapes[0].dims[-1]
+    if k > args[0].shape[-1]:
+        raise unsupported(inst, f"TopK with k={k} over {args[0].shape[-1]} elements")
+    return top_k(inst, args[0], k, not _comparator_is_less(inst))
+
+
+def _comparator_is_less(inst) -> bool:
+    called = inst.called[0] if inst.called else None
+    root = called.root if called is not None else None
+    return bool(root is not None and root.opcode == "compare"
+                and str(root.attr("direction", "")).upper() == "LT")

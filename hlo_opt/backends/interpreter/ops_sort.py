@@ -174,6 +174,12 @@ def topk(inst, args, ctx):
     largest = inst.attr("largest", True)
     if k is None or x.ndim == 0:
         raise unsupported(inst, "topk needs k= and an operand of rank >= 1")
+    return top_k(inst, x, k, largest)
+
+
+def top_k(inst, x, k: int, largest: bool):
+    """The k largest (or smallest) along the last dimension in the total order -NaN < -inf
+    < ... < -0 < +0 < ... < +inf < NaN, ties by the lower index: (values, s32 indices)."""
     key = total_order_key(x) if is_float_dtype(x.dtype) else _sort_key(x, True)
     if largest:
         key = _descending(key)

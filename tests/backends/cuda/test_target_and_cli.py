@@ -150,3 +150,22 @@ def test_gemm_specs_of_the_gpu_pipeline():
                                                                (False, False)}
     for s in specs:
         assert s.m * s.n * s.k > 0 and s.epilogue == "DEFAULT"
+
+
+@pytest.mark.parametrize("width", [2, 4])
+def test_vector_width_is_a_launch_parameter(width):
+    """Loop kernels read and write ``width`` elements per thread (bounds-checked under
+    cuda-sim: a 2-wide kernel once read 4)."""
+    require_gxx()
+    from hlo_opt import passes_api
+    from hlo_opt.api import load
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.emitters import LaunchConfig
+    from hlo_opt.flags import DebugOptions
+    from tests.conftest import ROOT
+    m = load(str(ROOT / "benchmarks" / "jax_modules" / "gelu_bias.hlo"))
+    mm = passes_api.optimize(m.clone(), DebugOptions.from_sources([]), pipeline="gpu")
+    exe = compile_module(mm, "cuda-sim", config=LaunchConfig(unroll=width))
+    assert [k.extra.get("vector_width") for k in exe.program.kernels] == [width]
+    assert check_executable(m, exe).status == "pass"

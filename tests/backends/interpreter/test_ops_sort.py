@@ -185,3 +185,40 @@ def test_custom_comparator_through_the_real_evaluator():
     for r in range(4):
         order = sorted(range(37), key=lambda i: (k0[r, i], -k1[r, i]))
         np.testing.assert_array_equal(sv[r], order)
+
+
+TOPK_CUSTOM_CALL = """
+HloModule t
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction={dir}
+}
+ENTRY e {
+  x = f32[{shape}] parameter(0)
+  ROOT t = (f32[{kshape}], s32[{kshape}]) custom-call(x), custom_call_target="TopK", to_apply=cmp
+}
+"""
+
+
+def test_topk_custom_call_as_xla_cpu_emits_it():
+    """XLA:CPU's TopK custom call: k from the result shape, -0 < +0, NaN largest, ties by
+    the lower index; the same answer as the topk opcode."""
+    x = np.array([[3, 1, -0.0, 0.0, np.nan, 5], [1, 1, 1, 2, -np.inf, 0]], np.float32)
+    text = TOPK_CUSTOM_CALL.replace("{dir}", "GT").replace("{shape}", "2,6") \
+        .replace("{kshape}", "2,4")
+    vals, idx = run(text, "t", [x])
+    np.testing.assert_array_equal(idx, [[4, 5, 0, 1], [3, 0, 1, 2]])
+    ref_vals, ref_idx = run(TOPK.replace("{largest}", "").replace("f32[2,3]", "f32[2,4]")
+                            .replace("s32[2,3]", "s32[2,4]").replace("k=3", "k=4"), "t", [x])
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_array_equal(vals, ref_vals)
+    row = np.array([0.0, -0.0, 2.0], np.float32)
+    text = TOPK_CUSTOM_CALL.replace("{dir}", "GT").replace("{shape}", "3") \
+        .replace("{kshape}", "2")
+    vals, idx = run(text, "t", [row])
+    np.testing.assert_array_equal(idx, [2, 0])  # +0 above -0
+    text = TOPK_CUSTOM_CALL.replace("{dir}", "LT").replace("{shape}", "3") \
+        .replace("{kshape}", "2")
+    vals, idx = run(text, "t", [row])
+    np.testing.assert_array_equal(idx, [1, 0])  # the two smallest: -0 then +0

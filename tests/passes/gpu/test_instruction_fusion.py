@@ -112,7 +112,10 @@ ENTRY %main (a: f32[128], x: f32[64,128], y: f32[64,128]) -> (f32[64,128], f32[6
     assert all("broadcast" in fused_ops(f) for f in fusions(m))
 
 
-def test_reduce_epilogue_only_of_bitcasts_and_converts():
+def test_reduce_epilogue_of_unary_elementwise_ops():
+    """XLA's IsProducerConsumerFusible takes any IsIntermediate(hlo, 1) epilogue (a unary
+    elementwise or bitcast-like op); its older IsReduceIntermediate took converts and
+    bitcasts only."""
     text = """HloModule epi
 %add (x: f32[], y: f32[]) -> f32[] {
   %x = f32[] parameter(0)
@@ -133,11 +136,9 @@ ENTRY %main (a: f32[32,1024]) -> (f16[32], f32[32]) {
     by_root = {f.called[0].root.opcode: f for f in fusions(m)}
     # convert(reduce): the reduction output fusion XLA allows
     assert "convert" in by_root and "reduce" in fused_ops(by_root["convert"])
-    # exp(reduce) is not an epilogue XLA fuses: the reduce stays its own kernel
-    assert any(i.opcode == "exponential" or (i.opcode == "fusion" and "exponential" in
-                                             fused_ops(i)) for i in m.entry.instructions)
-    exp_fusion = [f for f in fusions(m) if "exponential" in fused_ops(f)]
-    assert all("reduce" not in fused_ops(f) for f in exp_fusion)
+    # exp(reduce) is an epilogue too
+    assert "exponential" in by_root and "reduce" in fused_ops(by_root["exponential"])
+    assert not any(i.opcode in ("reduce", "exponential") for i in m.entry.instructions)
 
 
 def test_root_is_not_fused_into_its_users():
