@@ -188,7 +188,8 @@ class CpuExecutable:
         self.plan = mplan
         self.meta = meta
         self.blas_threads = _blas_threads(mplan, meta, o)
-        self.runner = Runner(linked, mplan, self.host, self.blas_threads)
+        self.threads = kernel_threads(o)
+        self.runner = Runner(linked, mplan, self.host, self.blas_threads, self.threads)
 
     def run(self, args) -> list:
         from ..interpreter import check_arguments
@@ -198,10 +199,34 @@ class CpuExecutable:
     def report(self) -> str:
         native = self.meta.get("native", {})
         host = self.meta.get("host_reasons", {})
-        lines = [f"cpu backend: {len(native)} native steps, {len(host)} host library calls"]
+        par = sum(1 for v in native.values() if "parallel" in v)
+        lines = [f"cpu backend: {len(native)} native steps ({par} split over "
+                 f"{self.threads} threads), {len(host)} host library calls"]
         for name, why in host.items():
             lines.append(f"  host: %{name}: {why}")
         return "\n".join(lines)
+
+
+THREADS_ENV = "HLO_OPT_CPU_THREADS"
+
+
+def kernel_threads(options) -> int:
+    """Threads a large kernel's outer loop is split over: 1 when
+    ``xla_cpu_multi_thread_eigen`` is off, else ``$HLO_OPT_CPU_THREADS`` when set, else
+    the CPUs this process may run on."""
+    import os
+    if options is not None and not getattr(options, "xla_cpu_multi_thread_eigen", True):
+        return 1
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise HloError(f"{THREADS_ENV}={env!r}: expected a positive number of threads")
+        return n
+    return max(1, len(os.sched_getaffinity(0)))
 
 
 def _blas_threads(mplan, meta, options) -> int:

@@ -151,7 +151,8 @@ def external_symbols() -> dict:
     names = set()
     for n in LIBM + _LIBM_EXTRA:
         names.update({n, n + "f"})
-    names.update({"sincos", "sincosf", "memcpy", "memmove", "memset", "malloc", "free"})
+    names.update({"sincos", "sincosf", "memcpy", "memmove", "memset", "malloc", "free",
+                  "pthread_create", "pthread_join"})
     for n in sorted(names):
         for lib in libs:
             try:
@@ -165,10 +166,11 @@ def external_symbols() -> dict:
 
 class Linked:
     """A loaded object: keeps the LLJIT and the library alive; ``entry`` is the address
-    of ``hlo_entry``."""
+    of ``hlo_entry``, ``threads`` that of ``hlo_cpu_threads``."""
 
-    def __init__(self, lljit, lib, entry: int):
+    def __init__(self, lljit, lib, entry: int, threads: int = 0):
         self.lljit, self.lib, self.entry = lljit, lib, entry
+        self.threads = threads    # address of the i64 ``hlo_cpu_threads``
 
 
 _COUNTER = [0]
@@ -185,10 +187,10 @@ def link(obj: bytes, tm, imports: dict) -> Linked:
     for name, addr in imports.items():
         if addr:
             b = b.import_symbol(name, addr)
-    b = b.export_symbol("hlo_entry")
+    b = b.export_symbol("hlo_entry").export_symbol("hlo_cpu_threads")
     _COUNTER[0] += 1
     try:
         lib = b.link(lljit, f"hlo_module_{_COUNTER[0]}")
     except RuntimeError as e:
         raise HloError(f"the CPU backend could not link its object: {e}") from e
-    return Linked(lljit, lib, lib["hlo_entry"])
+    return Linked(lljit, lib, lib["hlo_entry"], lib["hlo_cpu_threads"])

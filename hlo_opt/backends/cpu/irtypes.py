@@ -2,7 +2,11 @@
 
 Registers hold pred as i1, integers as iN (signedness lives in the op), f16 and bf16 as
 f32 values already rounded to the narrow type (XLA:CPU computes them in f32 and rounds
-after each op), f32/f64 as float/double.
+after each op), f32/f64 as float/double, c64/c128 as ``{float, float}`` /
+``{double, double}`` (real, imaginary: numpy's and XLA's memory layout too).  Sub-byte
+integers (s2/s4/u2/u4) are one byte per element in memory, the value in the low bits
+(ml_dtypes' layout, which the runtime's numpy views and the interpreter share; not XLA's
+packed nibbles) and ``i2``/``i4`` in registers, so arithmetic wraps at their width.
 """
 from __future__ import annotations
 
@@ -13,9 +17,15 @@ F32, F64, F16 = ir.FloatType(), ir.DoubleType(), ir.HalfType()
 I8P = I8.as_pointer()
 I8PP = I8P.as_pointer()
 
+C64 = ir.LiteralStructType([F32, F32])
+C128 = ir.LiteralStructType([F64, F64])
 NATIVE = frozenset({"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
-                    "f16", "bf16", "f32", "f64"})
-_INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32,
+                    "f16", "bf16", "f32", "f64", "c64", "c128", "s2", "s4", "u2", "u4"})
+SUB_BYTE = frozenset({"s2", "s4", "u2", "u4"})
+COMPLEX = {"c64": C64, "c128": C128}
+# the real type of a complex type's parts
+PART = {"c64": "f32", "c128": "f64"}
+_INT_BITS = {"s2": 2, "s4": 4, "u2": 2, "u4": 4, "s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32,
              "u64": 64}
 
 
@@ -24,17 +34,20 @@ def kind(et: str) -> str:
         return "p"
     if et in ("f16", "bf16", "f32", "f64"):
         return "f"
+    if et in COMPLEX:
+        return "c"
     if et[0] == "s":
         return "s"
     return "u"
 
 
 def bits(et: str) -> int:
-    return {"pred": 1, "f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(et) or _INT_BITS[et]
+    return {"pred": 1, "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64,
+            "c128": 128}.get(et) or _INT_BITS[et]
 
 
 def storage(et: str):
-    if et == "pred":
+    if et == "pred" or et in SUB_BYTE:
         return I8
     if et in ("f16", "bf16"):
         return I16
@@ -42,6 +55,8 @@ def storage(et: str):
         return F32
     if et == "f64":
         return F64
+    if et in COMPLEX:
+        return COMPLEX[et]
     return ir.IntType(_INT_BITS[et])
 
 
@@ -52,6 +67,8 @@ def reg(et: str):
         return F32
     if et == "f64":
         return F64
+    if et in COMPLEX:
+        return COMPLEX[et]
     return ir.IntType(_INT_BITS[et])
 
 
@@ -71,7 +88,7 @@ def bf16_value(b: ir.IRBuilder, bits16):
 
 
 def to_storage(b: ir.IRBuilder, v, et: str):
-    if et == "pred":
+    if et == "pred" or et in SUB_BYTE:
         return b.zext(v, I8)
     if et == "bf16":
         return bf16_bits(b, v)
@@ -83,6 +100,8 @@ def to_storage(b: ir.IRBuilder, v, et: str):
 def from_storage(b: ir.IRBuilder, v, et: str):
     if et == "pred":
         return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if et in SUB_BYTE:
+        return b.trunc(v, ir.IntType(_INT_BITS[et]))
     if et == "bf16":
         return bf16_value(b, v)
     if et == "f16":
@@ -103,6 +122,10 @@ def const(value, et: str):
         return ir.Constant(I1, int(bool(value)))
     if kind(et) == "f":
         return ir.Constant(t, float(value))
+    if et in COMPLEX:
+        v = complex(value)
+        part = reg(PART[et])
+        return ir.Constant(t, [ir.Constant(part, v.real), ir.Constant(part, v.imag)])
     v = int(value)
     n = bits(et)
     return ir.Constant(t, v & ((1 << n) - 1))

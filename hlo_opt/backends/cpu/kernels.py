@@ -12,7 +12,12 @@ from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter, _index_scalar
 from ...codegen.expr import Expr
 from . import irtypes as T
-from .ops import NO_ROUND, OPS, NoRow
+from . import complex_ops
+from .ops import NO_ROUND, OPS, NoRow, convert_value
+
+
+def _complex_convert(cx, e, args):
+    return complex_ops._convert(cx, e, args, convert_value)
 
 
 class Scope:
@@ -57,19 +62,70 @@ class RenderContext:
         return self.b.call(fn, args)
 
 
+# Kernels with at least this much work (elements touched, summed over the kernel's
+# instructions) split their outermost loop over threads (``parallel.py``): creating and
+# joining a thread costs tens of microseconds, about what 2**18 simple element ops take.
+PARALLEL_MIN_WORK = 1 << 18
+
+
+def parallel_trip(kernel) -> int:
+    """The trip count of the kernel's outermost loop when that loop may be split into
+    chunks run on several threads, else 0.  Every output is written only at its own loop
+    index, so chunks of the outermost loop write disjoint elements; in-place kernels
+    (dynamic-update-slice, scatter) and kernels whose outputs iterate different index
+    spaces stay on one thread, as do kernels below ``PARALLEL_MIN_WORK``."""
+    if kernel.kind == "in_place_dynamic_update_slice" or kernel.in_place:
+        return 0
+    spaces = kernel.index_spaces
+    if not spaces:
+        return 0
+    s0 = spaces[0]
+    order = list(reversed(s0.effective_layout().minor_to_major))
+    for s in spaces[1:]:
+        if list(s.dims) != list(s0.dims) or \
+                list(reversed(s.effective_layout().minor_to_major)) != order:
+            return 0
+    trips = [s0.dims[d] for d in order if s0.dims[d] != 1]
+    if not trips or trips[0] < 2 or any(n == 0 for n in s0.dims):
+        return 0
+    if _work(kernel) < PARALLEL_MIN_WORK:
+        return 0
+    return trips[0]
+
+
+def _work(kernel) -> int:
+    inst = kernel.instruction
+    insts = inst.fused_computation.instructions if inst.opcode == "fusion" else [inst]
+    total = 0
+    for m in insts:
+        sizes = [_elements(m.shape)] + [_elements(o.shape) for o in m.operands]
+        total += max(sizes)
+    return total
+
+
+def _elements(shape) -> int:
+    if shape.is_tuple():
+        return sum(_elements(s) for s in shape.tuple_shapes)
+    return shape.num_elements() if shape.is_array() else 0
+
+
 class KernelRenderer:
-    def __init__(self, cx: RenderContext, kernel, fname: str, noalias: bool = True):
+    def __init__(self, cx: RenderContext, kernel, fname: str, noalias: bool = True,
+                 parallel: bool = False):
         self.cx = cx
         self.k = kernel
         self.fname = fname
         self.noalias = noalias
+        # parallel: two trailing i64 arguments bound the outermost loop ([lo, hi))
+        self.parallel = parallel
 
     # ---- entry ----------------------------------------------------------------------
     def render(self) -> ir.Function:
         k = self.k
         self._check_types()
         n_in, n_out = len(k.inputs), len(k.outputs)
-        fnty = ir.FunctionType(ir.VoidType(), [T.I8P] * (n_in + n_out))
+        extra = [T.I64, T.I64] if self.parallel else []
+        fnty = ir.FunctionType(ir.VoidType(), [T.I8P] * (n_in + n_out) + extra)
         fn = ir.Function(self.cx.module, fnty, self.fname)
         fn.linkage = "internal"
         # one function per kernel, as XLA:CPU emits them: inlining ~1,000 kernels into
@@ -77,7 +133,7 @@ class KernelRenderer:
         # module)
         fn.attributes.add("noinline")
         in_place_inputs = set(k.in_place.values())
-        for i, a in enumerate(fn.args):
+        for i, a in enumerate(fn.args[:n_in + n_out]):
             if i < n_in and i in in_place_inputs:
                 continue
             if i >= n_in and (i - n_in) in k.in_place:
@@ -92,7 +148,8 @@ class KernelRenderer:
         self.inputs = []
         for i in range(n_in):
             self.inputs.append(fn.args[i])
-        self.outputs = list(fn.args[n_in:])
+        self.outputs = list(fn.args[n_in:n_in + n_out])
+        self.bounds = tuple(fn.args[n_in + n_out:]) if self.parallel else None
         self.em = ElementalEmitter(k.input_map)
         try:
             if k.kind == "in_place_dynamic_update_slice":
@@ -131,27 +188,34 @@ class KernelRenderer:
                 vars_.append((v, shape.dims[d]))
         if any(n == 0 for n in shape.dims):
             return
-        self._nest(vars_, 0, lambda sc: body_fn(tuple(idx), sc), scope)
+        self._nest(vars_, 0, lambda sc: body_fn(tuple(idx), sc), scope,
+                   bounds=self.bounds)
 
-    def _nest(self, vars_, i, body, scope):
+    def _nest(self, vars_, i, body, scope, bounds=None):
+        """``bounds`` ([lo, hi) as IR values) replace the outermost loop's [0, trip)."""
         if i == len(vars_):
             body(scope)
             return
         v, trip = vars_[i]
         b = self.b
+        lo, hi = (bounds if bounds is not None and i == 0
+                  else (ir.Constant(T.I64, 0), ir.Constant(T.I64, trip)))
         pre = b.block
         head = b.append_basic_block("loop")
         after = b.append_basic_block("after")
-        b.branch(head)
+        if bounds is not None and i == 0:
+            b.cbranch(b.icmp_signed("<", lo, hi), head, after)
+        else:
+            b.branch(head)
         b.position_at_end(head)
         phi = b.phi(T.I64)
-        phi.add_incoming(ir.Constant(T.I64, 0), pre)
+        phi.add_incoming(lo, pre)
         inner = Scope(scope)
         inner.vals[v] = phi
         self._nest(vars_, i + 1, body, inner)
         nxt = b.add(phi, ir.Constant(T.I64, 1))
         phi.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, ir.Constant(T.I64, trip)), head, after)
+        b.cbranch(b.icmp_signed("<", nxt, hi), head, after)
         b.position_at_end(after)
 
     def _render_output(self, n, shape):
@@ -207,7 +271,12 @@ class KernelRenderer:
         else:
             if e.dtype not in T.NATIVE or any(a.dtype not in T.NATIVE for a in e.args):
                 raise NoRow(f"{op} on {e.dtype}")
-            row = OPS.get(op)
+            cplx = e.dtype in T.COMPLEX or any(a.dtype in T.COMPLEX for a in e.args)
+            if cplx and op not in complex_ops.HANDLED:
+                raise NoRow(f"{op} on complex values")
+            row = (complex_ops.ROWS.get(op) or OPS.get(op)) if cplx else OPS.get(op)
+            if op == "convert" and cplx:
+                row = _complex_convert
             if row is None:
                 raise NoRow(op)
             args = [self.emit(a, scope) for a in e.args]

@@ -345,8 +345,11 @@ def _clz(cx, e, a):
 
 
 def _convert(cx, e, a):
-    src, dst = e.args[0].dtype, e.dtype
-    x = a[0]
+    return convert_value(cx, e.args[0].dtype, e.dtype, a[0])
+
+
+def convert_value(cx, src, dst, x):
+    """``x`` (a register of ``src``) converted to ``dst``, both real types."""
     b = cx.b
     ks, kd = T.kind(src), T.kind(dst)
     to = T.reg(dst)
@@ -395,6 +398,8 @@ def _bitcast_convert(cx, e, a):
     src, dst = e.args[0].dtype, e.dtype
     if T.bits(src) != T.bits(dst) or "pred" in (src, dst):
         raise NoRow
+    if src in T.SUB_BYTE or dst in T.SUB_BYTE:
+        return a[0]   # s4 <-> u4, s2 <-> u2: the same register bits
     b = cx.b
     bits = T.to_storage(b, a[0], src)
     if src in ("bf16", "f16") or dst in ("bf16", "f16"):
@@ -402,6 +407,16 @@ def _bitcast_convert(cx, e, a):
         return T.from_storage(b, v, dst) if dst in ("bf16", "f16") else \
             b.bitcast(v, T.storage(dst))
     return b.bitcast(bits, T.reg(dst))
+
+
+def _real_of_real(cx, e, a):
+    return a[0]
+
+
+def _imag_of_real(cx, e, a):
+    if _k(e) != "f":
+        raise NoRow
+    return ir.Constant(a[0].type, 0.0)
 
 
 def _index_div(cx, e, a):
@@ -433,11 +448,14 @@ OPS = {
     "is-finite": _is_finite, "power": _power, "atan2": _atan2, "popcnt": _popcnt,
     "count-leading-zeros": _clz, "convert": _convert,
     "bitcast-convert": _bitcast_convert, "floordiv": _index_div, "rem": _index_rem,
+    "real": _real_of_real, "imag": _imag_of_real,
 }
 # Ops whose result must be re-rounded when the result type is f16/bf16 (computed in f32).
 NO_ROUND = frozenset({"compare", "is-finite", "select", "convert", "bitcast-convert",
                       "floordiv", "rem", "abs", "negate", "maximum", "minimum", "clamp",
-                      "sign", "floor", "ceil", "round-nearest-even", "round-nearest-afz"})
+                      "sign", "floor", "ceil", "round-nearest-even", "round-nearest-afz",
+                      "real", "imag"})
 # libm functions the renderer may call (bound by name when the object is loaded).
-LIBM = ("fmod", "cbrt", "expm1", "log1p", "tan", "tanh", "atan", "asin", "acos", "sinh",
+LIBM = ("fmod", "sin", "cos", "exp", "cbrt", "expm1", "log1p", "tan", "tanh",
+        "atan", "asin", "acos", "sinh",
         "cosh", "asinh", "acosh", "atanh", "erf", "atan2")

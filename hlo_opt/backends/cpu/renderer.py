@@ -9,7 +9,8 @@ run is one native call.
 
 External symbols are bound by name when the object is loaded (``compiler.py``):
 ``hlo_cpu_host`` (host library calls: ``void(i64 step, i8** ptrs)``), the cblas gemms,
-libm and ``malloc``/``free``.  Nothing address-dependent is baked into the IR, so the
+libm, ``malloc``/``free`` and ``pthread_create``/``pthread_join`` (large kernels split
+their outer loop over threads: ``parallel.py``; ``hlo_cpu_threads`` is exported).  Nothing address-dependent is baked into the IR, so the
 object can be cached on disk.
 """
 from __future__ import annotations
@@ -22,7 +23,9 @@ from ...codegen.elemental import ElementalUnsupported
 from ...codegen.plan import Control, Kernel, LibraryCall
 from . import irtypes as T
 from .blas import NO_TRANS, gemm_plan
-from .kernels import KernelRenderer, RenderContext
+from .kernels import KernelRenderer, RenderContext, parallel_trip
+from .parallel import parallel_for, task_thunk, threads_global
+from .sort import SortRenderer, sort_plan
 from .ops import NoRow
 
 
@@ -52,6 +55,7 @@ class ModuleRenderer:
                                    "hlo_cpu_host")
         self.malloc = ir.Function(m, ir.FunctionType(T.I8P, [T.I64]), "malloc")
         self.free = ir.Function(m, ir.FunctionType(ir.VoidType(), [T.I8P]), "free")
+        threads_global(m)
         self.gemm = {}
         for et, ty in (("f32", T.F32), ("f64", T.F64)):
             fnty = ir.FunctionType(ir.VoidType(), [T.I32, T.I32, T.I32, T.I64, T.I64, T.I64,
@@ -141,8 +145,9 @@ class ModuleRenderer:
             return self._control(st)
         if isinstance(st, Kernel):
             name = self._unique("kernel." + st.name)
+            trip = parallel_trip(st)
             try:
-                kfn = KernelRenderer(self.cx, st, name).render()
+                kfn = KernelRenderer(self.cx, st, name, parallel=bool(trip)).render()
             except (NoRow, ElementalUnsupported) as e:
                 self._names.discard(name)
                 return self._host(st, f"{type(e).__name__}: {e}")
@@ -153,8 +158,15 @@ class ModuleRenderer:
                     self.memmove(self.ptr(st.output_slices[o]), self.ptr(st.input_slices[i]),
                                  st.output_slices[o].size)
             args = [self.ptr(s) for s in st.input_slices + st.output_slices]
-            self.b.call(kfn, args)
-            self.res.native[st.name] = f"kernel {st.kind}"
+            if trip:
+                task = task_thunk(self.module, kfn, len(args))
+                self.b.call(parallel_for(self.module), [task, self.ptr_array(args),
+                                                        ir.Constant(T.I64, len(args)),
+                                                        ir.Constant(T.I64, trip)])
+                self.res.native[st.name] = f"kernel {st.kind} (parallel outer loop: {trip})"
+            else:
+                self.b.call(kfn, args)
+                self.res.native[st.name] = f"kernel {st.kind}"
             self._check(st)
             return
         if isinstance(st, LibraryCall) and st.target == "dot" and self.use_blas \
@@ -174,11 +186,32 @@ class ModuleRenderer:
                 self.res.native[st.name] = "blas conv"
                 self._check(st)
                 return
+        if isinstance(st, LibraryCall) and st.instruction.opcode == "sort":
+            sp = sort_plan(st.instruction)
+            if sp is not None and self._sort(st, sp):
+                self.res.native[st.name] = "sort (merge sort, generated comparator)"
+                self._check(st)
+                return
         why = "no native lowering of " + (st.target if isinstance(st, LibraryCall)
                                           else st.kind)
         if isinstance(st, LibraryCall) and st.target == "dot":
             why = "dot that is not a plain f32/f64 GEMM"
         self._host(st, why)
+
+    def _sort(self, st, sp) -> bool:
+        sr = SortRenderer(self.cx, self.module, self.malloc, self.free)
+        name = self._unique("sort." + st.name + ".cmp")
+        try:
+            cmp = sr.comparator(st.instruction, name)
+        except (NoRow, ElementalUnsupported):
+            self._names.discard(name)
+            return False
+        self.cx.b = self.b
+        for o, i in zip(st.output_slices, st.input_slices):
+            if o != i:
+                self.memmove(self.ptr(o), self.ptr(i), o.size)
+        sr.render(self.b, st.instruction, sp, [self.ptr(o) for o in st.output_slices], cmp)
+        return True
 
     def _dedup(self, kfn, name):
         """Identical kernels (a transformer's layers) share one function: LLVM then

@@ -133,8 +133,11 @@ class HostCalls:
 
 
 class Runner:
-    def __init__(self, linked, mplan, host: HostCalls, blas_threads: int = 0):
+    def __init__(self, linked, mplan, host: HostCalls, blas_threads: int = 0,
+                 threads: int = 1):
         self.linked = linked
+        if linked.threads:
+            ctypes.c_int64.from_address(linked.threads).value = max(1, int(threads))
         self.entry = ENTRY_FN(linked.entry)
         self.host = host
         plan = mplan.entry_plan

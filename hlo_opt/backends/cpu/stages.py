@@ -24,6 +24,10 @@ def _hlo_backend(module, options):
                  f"{len(host)}")
     for name, why in host.items():
         lines.append(f"// host library call %{name}: {why}")
+    # library calls done natively and kernels split over threads (plain kernels are many)
+    for name, what in art.meta.get("native", {}).items():
+        if not what.startswith("kernel ") or "parallel" in what:
+            lines.append(f"// native %{name}: {what}")
     return "\n".join(lines) + "\n"
 
 

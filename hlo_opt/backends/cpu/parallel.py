@@ -1,0 +1,123 @@
+"""Outer loops split over threads, as XLA:CPU's parallel loop emitter does.
+
+A kernel chosen by ``kernels.parallel_trip`` takes two trailing ``i64`` arguments, the
+``[lo, hi)`` range of its outermost loop.  Its call site becomes a call of
+``hlo_parallel_for(task, args, nargs, trip)`` (emitted once per LLVM module), which cuts
+``[0, trip)`` into ``hlo_cpu_threads`` contiguous chunks, starts one ``pthread`` per chunk
+but the first (through libc's ``pthread_create``/``pthread_join``, bound by name when the
+object is loaded), runs the first chunk itself and joins the others.  ``task`` is a
+per-kernel thunk ``i8* task(i8** block)`` unpacking ``[args..., lo, hi]``.  A thread that
+cannot be started runs its chunk on the calling thread instead.
+
+``hlo_cpu_threads`` is a global of the object (1 until the runtime sets it), so the
+thread count is a run-time choice and the cached object does not depend on it.
+Threads are created per parallel kernel call (no persistent pool): that costs tens of
+microseconds, which the work threshold in ``kernels.py`` accounts for.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from . import irtypes as T
+
+THREADS_GLOBAL = "hlo_cpu_threads"
+_TASK = ir.FunctionType(T.I8P, [T.I8P])
+
+
+def threads_global(module: ir.Module):
+    g = module.globals.get(THREADS_GLOBAL)
+    if g is None:
+        g = ir.GlobalVariable(module, T.I64, THREADS_GLOBAL)
+        g.initializer = ir.Constant(T.I64, 1)
+        g.align = 8
+    return g
+
+
+def task_thunk(module: ir.Module, kfn: ir.Function, n_ptrs: int) -> ir.Function:
+    """``i8* NAME.task(i8* block)``: calls ``kfn(block[0..n_ptrs), lo, hi)``."""
+    name = kfn.name + ".task"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, _TASK, name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    blk = b.bitcast(fn.args[0], T.I8PP)
+    args = [b.load(b.gep(blk, [ir.Constant(T.I64, i)])) for i in range(n_ptrs)]
+    lo = b.ptrtoint(b.load(b.gep(blk, [ir.Constant(T.I64, n_ptrs)])), T.I64)
+    hi = b.ptrtoint(b.load(b.gep(blk, [ir.Constant(T.I64, n_ptrs + 1)])), T.I64)
+    b.call(kfn, args + [lo, hi])
+    b.ret(ir.Constant(T.I8P, None))
+    return fn
+
+
+def parallel_for(module: ir.Module) -> ir.Function:
+    """``void hlo_parallel_for(i8* (i8*)* task, i8** args, i64 nargs, i64 trip)``."""
+    fn = module.globals.get("hlo_parallel_for")
+    if fn is not None:
+        return fn
+    i64 = T.I64
+    c = lambda v: ir.Constant(i64, v)  # noqa: E731
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_TASK.as_pointer(), T.I8PP,
+                                                            i64, i64]), "hlo_parallel_for")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    pthread_create = module.globals.get("pthread_create") or ir.Function(
+        module, ir.FunctionType(T.I32, [i64.as_pointer(), T.I8P, _TASK.as_pointer(), T.I8P]),
+        "pthread_create")
+    pthread_join = module.globals.get("pthread_join") or ir.Function(
+        module, ir.FunctionType(T.I32, [i64, T.I8PP]), "pthread_join")
+    task, args, nargs, trip = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    want = b.load(threads_global(module))
+    want = b.select(b.icmp_signed("<", want, c(1)), c(1), want)
+    nt = b.select(b.icmp_signed("<", trip, want), trip, want)
+    stride = b.add(nargs, c(2))
+    blocks = b.alloca(T.I8P, b.mul(nt, stride))
+    tids = b.alloca(i64, nt)
+    started = b.alloca(T.I8, nt)
+
+    def loop(name, start, end, body):
+        pre = b.block
+        head = b.append_basic_block(name)
+        after = b.append_basic_block(name + ".after")
+        b.cbranch(b.icmp_signed("<", start, end), head, after)
+        b.position_at_end(head)
+        i = b.phi(i64)
+        i.add_incoming(start, pre)
+        body(i)
+        nxt = b.add(i, c(1))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, end), head, after)
+        b.position_at_end(after)
+
+    def block_of(t):
+        return b.gep(blocks, [b.mul(t, stride)])
+
+    def fill(t):
+        blk = block_of(t)
+        loop("copy", c(0), nargs,
+             lambda j: b.store(b.load(b.gep(args, [j])), b.gep(blk, [j])))
+        lo = b.udiv(b.mul(trip, t), nt)
+        hi = b.udiv(b.mul(trip, b.add(t, c(1))), nt)
+        b.store(b.inttoptr(lo, T.I8P), b.gep(blk, [nargs]))
+        b.store(b.inttoptr(hi, T.I8P), b.gep(blk, [b.add(nargs, c(1))]))
+    loop("fill", c(0), nt, fill)
+
+    def start(t):
+        blk = b.bitcast(block_of(t), T.I8P)
+        rc = b.call(pthread_create, [b.gep(tids, [t]), ir.Constant(T.I8P, None), task, blk])
+        ok = b.icmp_signed("==", rc, ir.Constant(T.I32, 0))
+        b.store(b.zext(ok, T.I8), b.gep(started, [t]))
+        with b.if_then(b.not_(ok)):
+            b.call(task, [blk])
+    loop("spawn", c(1), nt, start)
+    b.call(task, [b.bitcast(block_of(c(0)), T.I8P)])
+
+    def join(t):
+        ok = b.icmp_signed("!=", b.load(b.gep(started, [t])), ir.Constant(T.I8, 0))
+        with b.if_then(ok):
+            b.call(pthread_join, [b.load(b.gep(tids, [t])), ir.Constant(T.I8PP, None)])
+    loop("join", c(1), nt, join)
+    b.ret_void()
+    return fn
