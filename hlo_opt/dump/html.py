@@ -19,6 +19,7 @@ import base64
 import gzip
 import json
 import os
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 
@@ -122,45 +123,93 @@ def computation_header(comp: Computation) -> str:
     return head + " {"
 
 
+# Index-free node records of recently drawn computations, keyed by
+# GraphModel.computation_keys: a dump of every pass re-draws only what the pass changed.
+_FRAGMENTS: OrderedDict[tuple, list[dict]] = OrderedDict()
+FRAGMENT_CACHE_NODES = 200_000  # nodes kept (least recently used computations go first)
+_fragment_nodes = 0
+
+
+def _static_record(model: GraphModel, node, txt: str) -> dict:
+    """A node's record without indices into the page's node/computation lists."""
+    inst = node.inst
+    rec = {"n": inst.name, "op": inst.opcode, "l": node.label, "s": node.scheme,
+           "txt": txt}
+    if node.node_shape != "rect":
+        rec["sh"] = node.node_shape
+    if node.tooltip:
+        rec["t"] = node.tooltip
+    if node.merged:
+        rec["m"] = 1
+    if node.hidden:
+        rec["h"] = 1
+    if not node.edge_source:
+        rec["ne"] = 1
+    if not node.small:
+        rec["b"] = 1
+    if node.fused >= 0:
+        rec["cl"] = node.cluster_label
+    if inst.opcode == "parameter":
+        rec["p"] = inst.parameter_number
+    shape_text = model.edge_shape_text(inst)
+    if shape_text:
+        rec["es"] = shape_text
+    return rec
+
+
+def _remember(key: tuple, recs: list[dict]) -> None:
+    global _fragment_nodes
+    _FRAGMENTS[key] = recs
+    _fragment_nodes += len(recs)
+    while _fragment_nodes > FRAGMENT_CACHE_NODES and len(_FRAGMENTS) > 1:
+        _, old = _FRAGMENTS.popitem(last=False)
+        _fragment_nodes -= len(old)
+
+
 def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
     """The JSON model the page's script reads (field names documented in hlo_graph.js)."""
-    model = GraphModel(module, include_fused=not top_level)
+    model = GraphModel(module, include_fused=not top_level, style=False)
+    texts: dict = {}
+
+    def text_of(inst):
+        t = texts.get(inst)
+        if t is None:
+            t = texts[inst] = inst.to_text(large_constants=False)
+        return t
+
+    keys = model.computation_keys(text_of)
+    static: list = [None] * len(model.nodes)
+    for gc in model.comps:
+        key = keys[gc.idx]
+        recs = _FRAGMENTS.get(key)
+        if recs is not None and len(recs) == len(gc.nodes):
+            _FRAGMENTS.move_to_end(key)
+        else:
+            model.style_computation(gc)
+            recs = [_static_record(model, model.nodes[i], text_of(model.nodes[i].inst))
+                    for i in gc.nodes]
+            _remember(key, recs)
+        for i, rec in zip(gc.nodes, recs):
+            static[i] = rec
     callers: dict[int, list[int]] = {}
     insts = []
+    node_of = model.node_of
+    comp_of = model.comp_of
     for node in model.nodes:
         inst = node.inst
-        rec = {"n": inst.name, "c": node.comp, "op": inst.opcode, "l": node.label,
-               "s": node.scheme,
-               "o": [model.node_of[o].idx for o in inst.operands if o in model.node_of],
-               "txt": inst.to_text(large_constants=False)}
+        rec = dict(static[node.idx])
+        rec["c"] = node.comp
+        rec["o"] = [node_of[o].idx for o in inst.operands if o in node_of]
         if node.dot_id != inst.name:
             rec["d"] = node.dot_id
-        if node.node_shape != "rect":
-            rec["sh"] = node.node_shape
-        if node.tooltip:
-            rec["t"] = node.tooltip
         if inst.control_predecessors:
-            rec["k"] = [model.node_of[p].idx for p in inst.control_predecessors
-                        if p in model.node_of]
-        if node.merged:
-            rec["m"] = 1
-        if node.hidden:
-            rec["h"] = 1
-        if not node.edge_source:
-            rec["ne"] = 1
-        if not node.small:
-            rec["b"] = 1
-        if node.fused >= 0:
-            rec["f"] = node.fused
-            rec["cl"] = node.cluster_label
-        if inst.opcode == "parameter":
-            rec["p"] = inst.parameter_number
-        shape_text = model.edge_shape_text(inst)
-        if shape_text:
-            rec["es"] = shape_text
-        if node.callees:
-            rec["cs"] = node.callees
-            for c in node.callees:
+            rec["k"] = [node_of[p].idx for p in inst.control_predecessors if p in node_of]
+        if "cl" in rec:
+            rec["f"] = comp_of[inst.called[0]].idx
+        callees = model.callees(inst)
+        if callees:
+            rec["cs"] = callees
+            for c in callees:
                 callers.setdefault(c, []).append(node.idx)
         insts.append(rec)
     comps = []
