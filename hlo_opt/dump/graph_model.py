@@ -392,8 +392,7 @@ class GraphModel:
         node.scheme = self.color(inst)
         node.node_shape = "ellipse" if inst.opcode == "while" else "rect"
         node.tooltip = self.metadata_tooltip(inst)
-        if inst.opcode == "fusion" and inst.called and inst.called[0] in self.comp_of:
-            node.fused = self.comp_of[inst.called[0]].idx
+        node.fused = self.fused_index(inst)
         node.callees = self.callees(inst)
         parts = [self.node_title(inst)]
         for extra in (self.trivial_subcomputation_text(inst), self.extra_info(inst, True),
@@ -403,6 +402,12 @@ class GraphModel:
         node.label = "<br/>".join(parts)
         if inst.opcode == "fusion":
             node.cluster_label = self.fusion_cluster_label(inst)
+
+    def fused_index(self, inst: Instruction) -> int:
+        """The index of the computation a fusion instruction calls, when drawn; else -1."""
+        if inst.opcode == "fusion" and inst.called and inst.called[0] in self.comp_of:
+            return self.comp_of[inst.called[0]].idx
+        return -1
 
     def callees(self, inst: Instruction) -> list[int]:
         """Indices of the non-fusion, non-trivial computations ``inst`` calls (a while's

@@ -123,15 +123,27 @@ def computation_header(comp: Computation) -> str:
     return head + " {"
 
 
-# Index-free node records of recently drawn computations, keyed by
-# GraphModel.computation_keys: a dump of every pass re-draws only what the pass changed.
-_FRAGMENTS: OrderedDict[tuple, list[dict]] = OrderedDict()
+# Index-free node records of recently drawn computations, as JSON object bodies (plain
+# strings: no garbage-collector traffic), keyed by GraphModel.computation_keys: a dump of
+# every pass re-draws and re-encodes only the computations the pass changed.
+_FRAGMENTS: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
 FRAGMENT_CACHE_NODES = 200_000  # nodes kept (least recently used computations go first)
 _fragment_nodes = 0
 
 
-def _static_record(model: GraphModel, node, txt: str) -> dict:
-    """A node's record without indices into the page's node/computation lists."""
+def clear_fragment_cache() -> None:
+    global _fragment_nodes
+    _FRAGMENTS.clear()
+    _fragment_nodes = 0
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _static_record(model: GraphModel, node, txt: str) -> str:
+    """A node's record without indices into the page's node/computation lists, as the
+    body of a JSON object (no braces)."""
     inst = node.inst
     rec = {"n": inst.name, "op": inst.opcode, "l": node.label, "s": node.scheme,
            "txt": txt}
@@ -154,10 +166,10 @@ def _static_record(model: GraphModel, node, txt: str) -> dict:
     shape_text = model.edge_shape_text(inst)
     if shape_text:
         rec["es"] = shape_text
-    return rec
+    return _dumps(rec)[1:-1]
 
 
-def _remember(key: tuple, recs: list[dict]) -> None:
+def _remember(key: tuple, recs: tuple[str, ...]) -> None:
     global _fragment_nodes
     _FRAGMENTS[key] = recs
     _fragment_nodes += len(recs)
@@ -166,8 +178,13 @@ def _remember(key: tuple, recs: list[dict]) -> None:
         _fragment_nodes -= len(old)
 
 
-def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
-    """The JSON model the page's script reads (field names documented in hlo_graph.js)."""
+def _ints(values: list[int]) -> str:
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+def graph_json(module: HloModule, title: str, top_level: bool = False) -> str:
+    """The JSON model the page's script reads (field names documented in hlo_graph.js),
+    as compact JSON text."""
     model = GraphModel(module, include_fused=not top_level, style=False)
     texts: dict = {}
 
@@ -179,6 +196,7 @@ def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
 
     keys = model.computation_keys(text_of)
     static: list = [None] * len(model.nodes)
+    nodes = model.nodes
     for gc in model.comps:
         key = keys[gc.idx]
         recs = _FRAGMENTS.get(key)
@@ -186,32 +204,33 @@ def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
             _FRAGMENTS.move_to_end(key)
         else:
             model.style_computation(gc)
-            recs = [_static_record(model, model.nodes[i], text_of(model.nodes[i].inst))
-                    for i in gc.nodes]
+            recs = tuple(_static_record(model, nodes[i], text_of(nodes[i].inst))
+                         for i in gc.nodes)
             _remember(key, recs)
         for i, rec in zip(gc.nodes, recs):
             static[i] = rec
     callers: dict[int, list[int]] = {}
-    insts = []
+    parts = []
     node_of = model.node_of
-    comp_of = model.comp_of
-    for node in model.nodes:
+    for node in nodes:
         inst = node.inst
-        rec = dict(static[node.idx])
-        rec["c"] = node.comp
-        rec["o"] = [node_of[o].idx for o in inst.operands if o in node_of]
+        idx = node.idx
+        part = [static[idx], ',"c":', str(node.comp), ',"o":',
+                _ints([node_of[o].idx for o in inst.operands if o in node_of])]
         if node.dot_id != inst.name:
-            rec["d"] = node.dot_id
+            part += [',"d":', _dumps(node.dot_id)]
         if inst.control_predecessors:
-            rec["k"] = [node_of[p].idx for p in inst.control_predecessors if p in node_of]
-        if "cl" in rec:
-            rec["f"] = comp_of[inst.called[0]].idx
+            part += [',"k":', _ints([node_of[p].idx for p in inst.control_predecessors
+                                     if p in node_of])]
+        fused = model.fused_index(inst)
+        if fused >= 0:
+            part += [',"f":', str(fused)]
         callees = model.callees(inst)
         if callees:
-            rec["cs"] = callees
+            part += [',"cs":', _ints(callees)]
             for c in callees:
-                callers.setdefault(c, []).append(node.idx)
-        insts.append(rec)
+                callers.setdefault(c, []).append(idx)
+        parts.append("{" + "".join(part) + "}")
     comps = []
     for gc in model.comps:
         rec = {"n": gc.comp.name, "k": gc.kind, "r": gc.root, "i": gc.nodes,
@@ -223,16 +242,26 @@ def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
         if gc.trivial:
             rec["tr"] = gc.trivial
         comps.append(rec)
-    return {"v": DATA_VERSION, "module": module.name, "title": title, "topLevel": top_level,
-            "cap": VIEW_NODE_CAP, "neighbourhood": NEIGHBOURHOOD_NODES, "schemes": SCHEMES,
-            "graphDefaults": GRAPH_DEFAULTS, "clusterStyle": FUSION_CLUSTER_STYLE,
-            "comps": comps, "insts": insts,
-            "instructionCount": module.instruction_count()}
+    head = _dumps({"v": DATA_VERSION, "module": module.name, "title": title,
+                   "topLevel": top_level, "cap": VIEW_NODE_CAP,
+                   "neighbourhood": NEIGHBOURHOOD_NODES, "schemes": SCHEMES,
+                   "graphDefaults": GRAPH_DEFAULTS, "clusterStyle": FUSION_CLUSTER_STYLE,
+                   "comps": comps, "instructionCount": module.instruction_count()})
+    return head[:-1] + ',"insts":[' + ",".join(parts) + "]}"
+
+
+def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
+    """:func:`graph_json` as Python objects."""
+    return json.loads(graph_json(module, title, top_level))
 
 
 def encode_data(data: dict) -> tuple[str, str]:
     """(encoding, text) for the <script type="application/json"> element."""
-    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return encode_json(_dumps(data))
+
+
+def encode_json(raw: str) -> tuple[str, str]:
+    """(encoding, text) for the <script type="application/json"> element holding ``raw``."""
     if len(raw) > COMPRESS_ABOVE:
         # level 1: a third of level 6's time for pages a few percent larger
         packed = gzip.compress(raw.encode("utf-8"), compresslevel=1, mtime=0)
@@ -288,7 +317,7 @@ computation &middot; wheel: zoom &middot; drag: pan &middot; {licenses}</footer>
 def module_to_html(module: HloModule, title: str, asset_dir_href: str | None = None,
                    top_level: bool = False) -> str:
     """One HTML page for ``module``; self-contained when ``asset_dir_href`` is None."""
-    encoding, payload = encode_data(graph_data(module, title, top_level))
+    encoding, payload = encode_json(graph_json(module, title, top_level))
     head = [
         "<!DOCTYPE html>",
         '<html lang="en">',
