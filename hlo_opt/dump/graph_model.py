@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..ir.attributes import COMPACT_ATTRS
 from ..ir.computation import Computation
 from ..ir.instruction import Instruction
 from ..ir.module import HloModule
@@ -290,7 +291,10 @@ class GraphModel:
                 for c in inst.called:
                     # absurdly deep call chains: a key equal to no other (never reused)
                     called.append(content(c, depth + 1) if depth < 64 else object())
-            key = (comp.name, tuple(text_of(i) for i in insts), tuple(called))
+            # the printer drops spaces in compact attributes; labels show them as written
+            spaced = tuple((n, raw) for i in insts if i.attrs for n, raw in i.attrs.items()
+                           if n in COMPACT_ATTRS and " " in raw)
+            key = (comp.name, tuple(text_of(i) for i in insts), spaced, tuple(called))
             memo[comp] = key
             return key
 

@@ -141,3 +141,18 @@ def test_context_outside_a_computation_invalidates_its_records(counting, change)
             warm = html_mod.graph_json(module, "t", top_level)
             assert warm == _cold(module, "t", top_level)
     assert counting["styled"] < counting["drawn"]
+
+
+def test_attribute_spelling_the_printer_normalises_still_counts(counting):
+    """Labels show attributes as written (``dimensions={0, 1}``); the printed text, which
+    drops the spaces, is the same for both spellings."""
+    text = """HloModule t
+
+ENTRY %main (x: f32[2,3]) -> f32[3,2] {
+  %x = f32[2,3] parameter(0)
+  ROOT %t = f32[3,2] transpose(%x), dimensions=DIMS
+}
+"""
+    for dims in ("{1,0}", "{1, 0}"):
+        module = parse_hlo(text.replace("DIMS", dims), "t.hlo")
+        assert html_mod.graph_json(module, "t") == _cold(module, "t")
