@@ -224,7 +224,7 @@ class GraphModel:
     """Per-instruction drawing decisions for a whole module (linear in its size)."""
 
     def __init__(self, module: HloModule, include_fused: bool = True, style: bool = True):
-        """``style=False`` leaves the per-node decisions to :meth:`style_computation`
+        """``style=False`` leaves the per-node decisions to :meth:`style_node`
         (callers that reuse them across modules, keyed by :meth:`computation_keys`)."""
         self.module = module
         self.include_fused = include_fused
@@ -258,14 +258,6 @@ class GraphModel:
             for node in self.nodes:
                 self._style(node)
 
-    def style_computation(self, gc: GraphComputation) -> None:
-        """Decide merging and appearance of the nodes of one computation."""
-        nodes = self.nodes
-        for i in gc.nodes:
-            self._decide_merging(nodes[i])
-        for i in gc.nodes:
-            self._style(nodes[i])
-
     def computation_keys(self, text_of) -> dict[int, tuple]:
         """Per computation (index into ``comps``), a key equal between two modules exactly
         when every index-free drawing decision of its nodes (label, scheme, shape,
@@ -278,6 +270,7 @@ class GraphModel:
         fused computation, its fusion's operands (inlined constants, tuple-elements); for a
         computation called by one ``call``, the producers its parameters name."""
         memo: dict[Computation, tuple] = {}
+        self._key_context: dict[int, tuple] = {}
 
         def content(comp: Computation, depth: int = 0) -> tuple:
             hit = memo.get(comp)
@@ -312,8 +305,38 @@ class GraphModel:
                         (p.name, p.parent is self.module.entry,
                          p.parent.name if p.parent is not None else None)
                         for p in map(_interesting_producer, callers[0].operands))
-            keys[gc.idx] = (self.include_fused, gc.kind, gc.trivial, context, content(comp))
+            ctx = (self.include_fused, gc.kind, gc.trivial, context)
+            self._key_context[gc.idx] = ctx
+            keys[gc.idx] = (ctx, content(comp))
+        self._content = memo
         return keys
+
+    def node_key(self, node: GraphNode, text_of) -> tuple | None:
+        """After :meth:`computation_keys`: a key equal between two modules exactly when the
+        node's index-free drawing decisions are the same (None: not keyed).  Beyond its
+        computation's context and its own text, a node's drawing reads its operands
+        (inlined constants, tuple-elements, broadcasts of constants, merged parameters:
+        their users), its users when it is a parameter, and the computations it calls."""
+        inst = node.inst
+        if inst.opcode.startswith("async"):  # draws the wrapped root, found by a walk
+            return None
+        ops: list = []
+        for o in inst.operands:
+            ops.append(text_of(o))
+            if o.opcode == "broadcast":
+                ops.append(tuple(text_of(x) for x in o.operands))
+            elif o.opcode == "parameter":
+                ops.append(tuple(u.opcode for u in o.users))
+        users = tuple(u.opcode for u in inst.users) if inst.opcode == "parameter" else ()
+        spaced = tuple((n, raw) for n, raw in inst.attrs.items()
+                       if n in COMPACT_ATTRS and " " in raw) if inst.attrs else ()
+        called = tuple(self._content[c] for c in inst.called)
+        return (self._key_context[node.comp], text_of(inst), spaced, tuple(ops), users,
+                called)
+
+    def style_node(self, node: GraphNode) -> None:
+        self._decide_merging(node)
+        self._style(node)
 
     # ---- construction -----------------------------------------------------------------
     def _add_computation(self, comp: Computation) -> None:

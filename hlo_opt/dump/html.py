@@ -129,11 +129,14 @@ def computation_header(comp: Computation) -> str:
 _FRAGMENTS: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
 FRAGMENT_CACHE_NODES = 200_000  # nodes kept (least recently used computations go first)
 _fragment_nodes = 0
+# The same per node (GraphModel.node_key), for the computations a pass did change.
+_NODES: OrderedDict[tuple, str] = OrderedDict()
 
 
 def clear_fragment_cache() -> None:
     global _fragment_nodes
     _FRAGMENTS.clear()
+    _NODES.clear()
     _fragment_nodes = 0
 
 
@@ -202,10 +205,23 @@ def graph_json(module: HloModule, title: str, top_level: bool = False) -> str:
         recs = _FRAGMENTS.get(key)
         if recs is not None and len(recs) == len(gc.nodes):
             _FRAGMENTS.move_to_end(key)
-        else:
-            model.style_computation(gc)
-            recs = tuple(_static_record(model, nodes[i], text_of(nodes[i].inst))
-                         for i in gc.nodes)
+        else:  # a changed computation: most of its instructions are not
+            out = []
+            for i in gc.nodes:
+                node = nodes[i]
+                nkey = model.node_key(node, text_of)
+                rec = _NODES.get(nkey) if nkey is not None else None
+                if rec is None:
+                    model.style_node(node)
+                    rec = _static_record(model, node, text_of(node.inst))
+                    if nkey is not None:
+                        _NODES[nkey] = rec
+                else:
+                    _NODES.move_to_end(nkey)
+                out.append(rec)
+            while len(_NODES) > FRAGMENT_CACHE_NODES:
+                _NODES.popitem(last=False)
+            recs = tuple(out)
             _remember(key, recs)
         for i, rec in zip(gc.nodes, recs):
             static[i] = rec

@@ -15,31 +15,31 @@ GRAPH_JSON = html_mod.graph_json
 
 
 def _cold(module, title, top_level=False) -> str:
-    saved = (html_mod._FRAGMENTS.copy(), html_mod._fragment_nodes)
+    saved = (html_mod._FRAGMENTS.copy(), html_mod._NODES.copy(), html_mod._fragment_nodes)
     html_mod.clear_fragment_cache()
     try:
         return GRAPH_JSON(module, title, top_level)
     finally:
-        html_mod._FRAGMENTS.clear()
         html_mod._FRAGMENTS.update(saved[0])
-        html_mod._fragment_nodes = saved[1]
+        html_mod._NODES.update(saved[1])
+        html_mod._fragment_nodes = saved[2]
 
 
 @pytest.fixture
 def counting(monkeypatch):
-    """Counts computations styled (cache misses) and drawn."""
+    """Counts nodes styled (cache misses) and drawn."""
     seen = {"styled": 0, "drawn": 0}
-    styled = GraphModel.style_computation
+    styled = GraphModel.style_node
     keys = GraphModel.computation_keys
 
-    def style(self, gc):
+    def style(self, node):
         seen["styled"] += 1
-        return styled(self, gc)
+        return styled(self, node)
 
     def computation_keys(self, text_of):
-        seen["drawn"] += len(self.comps)
+        seen["drawn"] += len(self.nodes)
         return keys(self, text_of)
-    monkeypatch.setattr(GraphModel, "style_computation", style)
+    monkeypatch.setattr(GraphModel, "style_node", style)
     monkeypatch.setattr(GraphModel, "computation_keys", computation_keys)
     html_mod.clear_fragment_cache()
     return seen
@@ -95,7 +95,7 @@ def test_every_pass_page_is_the_same_warm_or_cold(counting, monkeypatch, tmp_pat
                         xla_dump_hlo_as_html=True)
     passes_api.optimize(parse_hlo(MLP, "mlp.hlo"), opts, pipeline=pipeline)
     assert len(pages) > 3
-    # the cache did work: fewer computations styled than drawn
+    # the cache did work: fewer nodes styled than drawn
     assert 0 < counting["styled"] < counting["drawn"]
 
 
@@ -155,4 +155,17 @@ ENTRY %main (x: f32[2,3]) -> f32[3,2] {
 """
     for dims in ("{1,0}", "{1, 0}"):
         module = parse_hlo(text.replace("DIMS", dims), "t.hlo")
+        assert html_mod.graph_json(module, "t") == _cold(module, "t")
+
+
+def test_a_tuple_parameter_merges_by_its_users(counting):
+    """XLA merges a tuple parameter into its users when it has more than three, all
+    get-tuple-elements: the parameter's own text is the same either way."""
+    gtes = [f"  %g{i} = f32[2] get-tuple-element(%p), index={i}" for i in range(4)]
+    for n in (4, 3):
+        text = ("HloModule t\n\nENTRY %main (p: (f32[2], f32[2], f32[2], f32[2])) -> f32[2] {\n"
+                "  %p = (f32[2], f32[2], f32[2], f32[2]) parameter(0)\n"
+                + "\n".join(gtes[:n]) + "\n"
+                + f"  ROOT %r = f32[2] add(%g0, %g{n - 1})\n}}\n")
+        module = parse_hlo(text, "t.hlo")
         assert html_mod.graph_json(module, "t") == _cold(module, "t")
