@@ -19,6 +19,7 @@ import base64
 import gzip
 import json
 import os
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 
@@ -122,47 +123,130 @@ def computation_header(comp: Computation) -> str:
     return head + " {"
 
 
-def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
-    """The JSON model the page's script reads (field names documented in hlo_graph.js)."""
-    model = GraphModel(module, include_fused=not top_level)
+# Index-free node records of recently drawn computations, as JSON object bodies (plain
+# strings: no garbage-collector traffic), keyed by GraphModel.computation_keys: a dump of
+# every pass re-draws and re-encodes only the computations the pass changed.
+_FRAGMENTS: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
+FRAGMENT_CACHE_NODES = 200_000  # nodes kept (least recently used computations go first)
+_fragment_nodes = 0
+# The same per node (GraphModel.node_key), for the computations a pass did change.
+_NODES: OrderedDict[tuple, str] = OrderedDict()
+
+
+def clear_fragment_cache() -> None:
+    global _fragment_nodes
+    _FRAGMENTS.clear()
+    _NODES.clear()
+    _fragment_nodes = 0
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _static_record(model: GraphModel, node, txt: str) -> str:
+    """A node's record without indices into the page's node/computation lists, as the
+    body of a JSON object (no braces)."""
+    inst = node.inst
+    rec = {"n": inst.name, "op": inst.opcode, "l": node.label, "s": node.scheme,
+           "txt": txt}
+    if node.node_shape != "rect":
+        rec["sh"] = node.node_shape
+    if node.tooltip:
+        rec["t"] = node.tooltip
+    if node.merged:
+        rec["m"] = 1
+    if node.hidden:
+        rec["h"] = 1
+    if not node.edge_source:
+        rec["ne"] = 1
+    if not node.small:
+        rec["b"] = 1
+    if node.fused >= 0:
+        rec["cl"] = node.cluster_label
+    if inst.opcode == "parameter":
+        rec["p"] = inst.parameter_number
+    shape_text = model.edge_shape_text(inst)
+    if shape_text:
+        rec["es"] = shape_text
+    return _dumps(rec)[1:-1]
+
+
+def _remember(key: tuple, recs: tuple[str, ...]) -> None:
+    global _fragment_nodes
+    _FRAGMENTS[key] = recs
+    _fragment_nodes += len(recs)
+    while _fragment_nodes > FRAGMENT_CACHE_NODES and len(_FRAGMENTS) > 1:
+        _, old = _FRAGMENTS.popitem(last=False)
+        _fragment_nodes -= len(old)
+
+
+def _ints(values: list[int]) -> str:
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+def graph_json(module: HloModule, title: str, top_level: bool = False) -> str:
+    """The JSON model the page's script reads (field names documented in hlo_graph.js),
+    as compact JSON text."""
+    model = GraphModel(module, include_fused=not top_level, style=False)
+    texts: dict = {}
+
+    def text_of(inst):
+        t = texts.get(inst)
+        if t is None:
+            t = texts[inst] = inst.to_text(large_constants=False)
+        return t
+
+    keys = model.computation_keys(text_of)
+    static: list = [None] * len(model.nodes)
+    nodes = model.nodes
+    for gc in model.comps:
+        key = keys[gc.idx]
+        recs = _FRAGMENTS.get(key)
+        if recs is not None and len(recs) == len(gc.nodes):
+            _FRAGMENTS.move_to_end(key)
+        else:  # a changed computation: most of its instructions are not
+            out = []
+            for i in gc.nodes:
+                node = nodes[i]
+                nkey = model.node_key(node, text_of)
+                rec = _NODES.get(nkey) if nkey is not None else None
+                if rec is None:
+                    model.style_node(node)
+                    rec = _static_record(model, node, text_of(node.inst))
+                    if nkey is not None:
+                        _NODES[nkey] = rec
+                else:
+                    _NODES.move_to_end(nkey)
+                out.append(rec)
+            while len(_NODES) > FRAGMENT_CACHE_NODES:
+                _NODES.popitem(last=False)
+            recs = tuple(out)
+            _remember(key, recs)
+        for i, rec in zip(gc.nodes, recs):
+            static[i] = rec
     callers: dict[int, list[int]] = {}
-    insts = []
-    for node in model.nodes:
+    parts = []
+    node_of = model.node_of
+    for node in nodes:
         inst = node.inst
-        rec = {"n": inst.name, "c": node.comp, "op": inst.opcode, "l": node.label,
-               "s": node.scheme,
-               "o": [model.node_of[o].idx for o in inst.operands if o in model.node_of],
-               "txt": inst.to_text(large_constants=False)}
+        idx = node.idx
+        part = [static[idx], ',"c":', str(node.comp), ',"o":',
+                _ints([node_of[o].idx for o in inst.operands if o in node_of])]
         if node.dot_id != inst.name:
-            rec["d"] = node.dot_id
-        if node.node_shape != "rect":
-            rec["sh"] = node.node_shape
-        if node.tooltip:
-            rec["t"] = node.tooltip
+            part += [',"d":', _dumps(node.dot_id)]
         if inst.control_predecessors:
-            rec["k"] = [model.node_of[p].idx for p in inst.control_predecessors
-                        if p in model.node_of]
-        if node.merged:
-            rec["m"] = 1
-        if node.hidden:
-            rec["h"] = 1
-        if not node.edge_source:
-            rec["ne"] = 1
-        if not node.small:
-            rec["b"] = 1
-        if node.fused >= 0:
-            rec["f"] = node.fused
-            rec["cl"] = node.cluster_label
-        if inst.opcode == "parameter":
-            rec["p"] = inst.parameter_number
-        shape_text = model.edge_shape_text(inst)
-        if shape_text:
-            rec["es"] = shape_text
-        if node.callees:
-            rec["cs"] = node.callees
-            for c in node.callees:
-                callers.setdefault(c, []).append(node.idx)
-        insts.append(rec)
+            part += [',"k":', _ints([node_of[p].idx for p in inst.control_predecessors
+                                     if p in node_of])]
+        fused = model.fused_index(inst)
+        if fused >= 0:
+            part += [',"f":', str(fused)]
+        callees = model.callees(inst)
+        if callees:
+            part += [',"cs":', _ints(callees)]
+            for c in callees:
+                callers.setdefault(c, []).append(idx)
+        parts.append("{" + "".join(part) + "}")
     comps = []
     for gc in model.comps:
         rec = {"n": gc.comp.name, "k": gc.kind, "r": gc.root, "i": gc.nodes,
@@ -174,16 +258,26 @@ def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
         if gc.trivial:
             rec["tr"] = gc.trivial
         comps.append(rec)
-    return {"v": DATA_VERSION, "module": module.name, "title": title, "topLevel": top_level,
-            "cap": VIEW_NODE_CAP, "neighbourhood": NEIGHBOURHOOD_NODES, "schemes": SCHEMES,
-            "graphDefaults": GRAPH_DEFAULTS, "clusterStyle": FUSION_CLUSTER_STYLE,
-            "comps": comps, "insts": insts,
-            "instructionCount": module.instruction_count()}
+    head = _dumps({"v": DATA_VERSION, "module": module.name, "title": title,
+                   "topLevel": top_level, "cap": VIEW_NODE_CAP,
+                   "neighbourhood": NEIGHBOURHOOD_NODES, "schemes": SCHEMES,
+                   "graphDefaults": GRAPH_DEFAULTS, "clusterStyle": FUSION_CLUSTER_STYLE,
+                   "comps": comps, "instructionCount": module.instruction_count()})
+    return head[:-1] + ',"insts":[' + ",".join(parts) + "]}"
+
+
+def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
+    """:func:`graph_json` as Python objects."""
+    return json.loads(graph_json(module, title, top_level))
 
 
 def encode_data(data: dict) -> tuple[str, str]:
     """(encoding, text) for the <script type="application/json"> element."""
-    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return encode_json(_dumps(data))
+
+
+def encode_json(raw: str) -> tuple[str, str]:
+    """(encoding, text) for the <script type="application/json"> element holding ``raw``."""
     if len(raw) > COMPRESS_ABOVE:
         # level 1: a third of level 6's time for pages a few percent larger
         packed = gzip.compress(raw.encode("utf-8"), compresslevel=1, mtime=0)
@@ -239,7 +333,7 @@ computation &middot; wheel: zoom &middot; drag: pan &middot; {licenses}</footer>
 def module_to_html(module: HloModule, title: str, asset_dir_href: str | None = None,
                    top_level: bool = False) -> str:
     """One HTML page for ``module``; self-contained when ``asset_dir_href`` is None."""
-    encoding, payload = encode_data(graph_data(module, title, top_level))
+    encoding, payload = encode_json(graph_json(module, title, top_level))
     head = [
         "<!DOCTYPE html>",
         '<html lang="en">',
