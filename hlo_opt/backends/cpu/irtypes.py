@@ -25,8 +25,8 @@ SUB_BYTE = frozenset({"s2", "s4", "u2", "u4"})
 COMPLEX = {"c64": C64, "c128": C128}
 # the real type of a complex type's parts
 PART = {"c64": "f32", "c128": "f64"}
-_INT_BITS = {"s2": 2, "s4": 4, "u2": 2, "u4": 4, "s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32,
-             "u64": 64}
+_INT_BITS = {"s2": 2, "s4": 4, "u2": 2, "u4": 4, "s8": 8, "s16": 16, "s32": 32, "s64": 64,
+             "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
 def kind(et: str) -> str:

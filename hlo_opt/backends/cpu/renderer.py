@@ -10,8 +10,8 @@ run is one native call.
 External symbols are bound by name when the object is loaded (``compiler.py``):
 ``hlo_cpu_host`` (host library calls: ``void(i64 step, i8** ptrs)``), the cblas gemms,
 libm, ``malloc``/``free`` and ``pthread_create``/``pthread_join`` (large kernels split
-their outer loop over threads: ``parallel.py``; ``hlo_cpu_threads`` is exported).  Nothing address-dependent is baked into the IR, so the
-object can be cached on disk.
+their outer loop over threads: ``parallel.py``; ``hlo_cpu_threads`` is exported).
+Nothing address-dependent is baked into the IR, so the object can be cached on disk.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Native ``sort``: a generated comparator function (inlined) and a stable sort of row
-indices in LLVM IR -- insertion sort of runs of 16, then bottom-up merge passes --, then every operand permuted the same way.
+indices in LLVM IR -- insertion sort of runs of 16, then bottom-up merge passes --, then
+every operand permuted the same way.
 
 ``sort_plan(inst)`` says whether an (unfused) sort is lowered: every operand and result
 an array of one shape and one layout (the sort dimension's physical stride is then the
