@@ -47,6 +47,23 @@ def _unique_gte_operand(inst: Instruction, param: Instruction):
     return found
 
 
+def _compared_with_invariant(w: Instruction, cond: Computation):
+    """i when the cond root compares gte(param, i) with an invariant element of the state
+    that starts as a constant (the bound held in the loop state)."""
+    root, p = cond.root, cond.parameters[0]
+    if root.opcode != "compare":
+        return None
+    a, b = root.operands
+    ia, ib = _gte_index_of(a, p), _gte_index_of(b, p)
+    if ia is None or ib is None or ia == ib:
+        return None
+    if _invariant_constant(w, b, p) is not None:
+        return ia
+    if _invariant_constant(w, a, p) is not None:
+        return ib
+    return None
+
+
 def induction_var_index(w: Instruction):
     """XLA's GetLoopInductionVarTupleIdx: cond root compares gte(param, i) (with constants);
     the body root is a tuple whose element i is computed from gte(param, i)."""
@@ -54,6 +71,8 @@ def induction_var_index(w: Instruction):
     if not cond.parameters or not body.parameters:
         return None
     idx = _unique_gte_operand(cond.root, cond.parameters[0])
+    if idx is None:
+        idx = _compared_with_invariant(w, cond)
     if idx is None:
         return None
     root = body.root
@@ -102,18 +121,43 @@ def _linear_update(expr: Instruction, param: Instruction, idx: int):
 _FLIP = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
-def _bound(cond: Computation, idx: int):
-    """(direction, bound) for a cond root ``compare(gte(p, idx), c)`` (or swapped)."""
+def _invariant_constant(w: Instruction, inst: Instruction, param: Instruction):
+    """The value of ``inst`` when it is a constant, or get-tuple-element(param, k) of an
+    element the body passes through unchanged whose init value is a constant (a bound
+    held in the loop state)."""
+    if inst.opcode == "constant":
+        return scalar_value(inst)
+    if inst.opcode != "get-tuple-element" or inst.operands[0] is not param:
+        return None
+    k = inst.attr("index")
+    body, init = while_body(w), w.operands[0]
+    root = body.root
+    if root.opcode != "tuple" or init.opcode != "tuple" or k >= len(root.operands):
+        return None
+    r = root.operands[k]
+    if not (r.opcode == "get-tuple-element" and r.operands[0] is body.parameters[0]
+            and r.attr("index") == k):
+        return None
+    c = init.operands[k]
+    if c.opcode != "constant" or not is_integral(c.shape.element_type):
+        return None
+    return scalar_value(c)
+
+
+def _bound(w: Instruction, idx: int):
+    """(direction, bound) for a cond root ``compare(gte(p, idx), c)`` (or swapped); the
+    bound is a constant or an invariant element of the state with a constant init."""
+    cond = while_cond(w)
     root = cond.root
     if root.opcode != "compare":
         return None
     p = cond.parameters[0]
     a, b = root.operands
     d = root.attrs.get("direction")
-    if _gte_index_of(a, p) == idx and b.opcode == "constant":
-        v = scalar_value(b)
-    elif _gte_index_of(b, p) == idx and a.opcode == "constant":
-        v = scalar_value(a)
+    if _gte_index_of(a, p) == idx and _gte_index_of(b, p) != idx:
+        v = _invariant_constant(w, b, p)
+    elif _gte_index_of(b, p) == idx and _gte_index_of(a, p) != idx:
+        v = _invariant_constant(w, a, p)
         d = _FLIP.get(d)
     else:
         return None
@@ -162,7 +206,7 @@ def trip_count(w: Instruction):
         return None
     body, cond = while_body(w), while_cond(w)
     step = _linear_update(body.root.operands[idx], body.parameters[0], idx)
-    bound = _bound(cond, idx)
+    bound = _bound(w, idx)
     if step is None or bound is None:
         return None
     n = _count(init, step, bound[0], bound[1])

@@ -17,9 +17,23 @@
   the first (XLA's TryRemoveRepeatedWhileTupleIndices), and the second dies.
 * A loop without state and without side effects is removed (its value is ``()``).
 
-Not done (XLA does more): flattening nested tuples, merging repeated elements that are
-not invariant, merging induction variables, dead dynamic-update-slices, brute-force trip
-counts.
+* An element the body sets to a constant equal to its constant init value is that
+  constant everywhere (XLA's TryRemoveConstantParams) and dies.
+* Elements whose body value is ``dynamic-update-slice`` of themselves with the same
+  update and the same indices, and whose init values are the same instruction, are one
+  (the dynamic-update-slice half of TryRemoveRepeatedWhileTupleIndices): readers of the
+  later ones (in the loop and after it) read the first, and the later ones die.
+* A state with nested tuples is flattened (XLA's TryFlattenNestedTuples): the loop
+  carries the leaves; the body and the condition rebuild the nested value they read
+  (folded into direct reads), and so do the loop's users.
+* Induction variables that move together are merged (XLA's TryMergeInductionVariables):
+  per integer type, elements updated as ``x + constant`` become ``init + counter *
+  constant`` over one trip counter (an element starting at 0 that adds 1, added at the
+  end of the state when there is none) and are carried unchanged.
+* Instructions of the body that feed neither the root nor a side effect (a dynamic-update-
+  slice whose result is dead, say) do not keep an element alive; they go with it.
+
+Not done (XLA does more): brute-force trip counts, the trivial-compare rewrite.
 """
 from __future__ import annotations
 
@@ -30,6 +44,7 @@ from hlo_opt.ir.shape import Shape
 from hlo_opt.rewrite.builder import Builder
 from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
+from .algsimp.predicates import same_literal, scalar_value
 
 
 def _callers(module):
@@ -120,12 +135,16 @@ def _backward(roots) -> set:
     return seen
 
 
-def _body_is_clean(body: Computation, live: list[int]) -> bool:
-    """Every body instruction feeds the root or a side effect (no stray dead code that
-    would keep reading a removed element)."""
+def _remove_stray_code(body: Computation) -> None:
+    """Remove the body instructions that feed neither the root nor a side effect (dead
+    code, such as a dynamic-update-slice whose result nothing reads): the liveness of the
+    elements ignores them, as XLA's does, so they must not keep reading a removed one."""
     keep = _backward([body.root] + [i for i in body.instructions
                                     if i.has_side_effect() or i.called])
-    return all(i in keep for i in body.instructions)
+    ctrl = control_successors(body)
+    for i in reversed(body.post_order()):
+        if i not in keep and i.opcode != "parameter" and not i.user_count:
+            remove_dead(body, i, ctrl)
 
 
 def _remap_param(comp: Computation, live: list[int], new_shape: Shape) -> None:
@@ -144,8 +163,7 @@ def _remove_dead_elements(comp: Computation, w: Instruction, module) -> bool:
     callers = _callers(module)
     if callers.get(body, 0) != 1 or callers.get(cond, 0) != 1 or body is cond:
         return False
-    if not _body_is_clean(body, live):
-        return False
+    _remove_stray_code(body)
     if any(u.attr("index") not in live for u in cond.parameters[0].users):
         return False
     new_shape = Shape.tuple([w.shape.tuple_shapes[i] for i in live])
@@ -190,12 +208,18 @@ class WhileLoopSimplifier:
             for w in comp.post_order():
                 if w.opcode != "while" or w.parent is not comp or w.control_predecessors:
                     continue
-                if _unshare_ok(w, module):
+                own = _unshare_ok(w, module)
+                if own:
+                    changed |= _merge_repeated_dus(comp, w)
+                    changed |= _flatten_nested_tuples(comp, w)
                     changed |= _propagate_pass_through(comp, w)
                 if self._try_remove_loop(comp, w) or _remove_stateless(comp, w):
                     changed = True
                     continue
                 if _remove_dead_elements(comp, w, module):
+                    changed = True
+                    continue
+                if own and _merge_induction_variables(comp, w):
                     changed = True
         if changed:
             _drop_unreachable(module, before)
@@ -247,15 +271,19 @@ def _propagate_pass_through(comp, w) -> bool:
     first_of: dict = {}  # init instruction -> first pass-through index holding it
     for i in range(len(w.shape.tuple_shapes)):
         r = root.operands[i]
-        if not (r.opcode == "get-tuple-element" and r.operands[0] is bparam
-                and r.attr("index") == i):
-            continue
         init_i = _init_element(w, i)
         if init_i is None:
             continue
-        k = first_of.setdefault(init_i, i)
-        if k != i:  # a repeated invariant element: its readers read element k
-            changed |= _redirect_element(body, cond, root, i, k)
+        passed = (r.opcode == "get-tuple-element" and r.operands[0] is bparam
+                  and r.attr("index") == i)
+        # XLA's TryRemoveConstantParams: the body writes back the init constant
+        if not passed and not (init_i.opcode == "constant" and r.opcode == "constant"
+                               and init_i.shape == r.shape and same_literal(init_i, r)):
+            continue
+        if passed:
+            k = first_of.setdefault(init_i, i)
+            if k != i:  # a repeated invariant element: its readers read element k
+                changed |= _redirect_element(body, cond, root, i, k)
         for u in list(w.users):
             if u.opcode == "get-tuple-element" and u.attr("index") == i and \
                     (u.user_count or u.is_root):
@@ -344,3 +372,267 @@ def _drop_unreachable(module, before: set) -> None:
     for c in list(module.computations):
         if c in before and c not in after:
             module.remove_computation(c)
+
+
+def _param_users_all_gte(comp: Computation) -> bool:
+    return all(u.opcode == "get-tuple-element" for u in comp.parameters[0].users)
+
+
+def _users_all_gte(w: Instruction) -> bool:
+    return not w.is_root and all(u.opcode == "get-tuple-element" for u in w.users)
+
+
+def _merge_repeated_dus(comp, w) -> bool:
+    """The dynamic-update-slice half of XLA's TryRemoveRepeatedWhileTupleIndices: elements
+    with the same init instruction whose body value is dynamic-update-slice of themselves
+    with the same update and the same index operands hold the same value on every trip.
+    Readers of the later ones read the first (in the body, the condition and after the
+    loop); the later ones are then dead and go with the dead elements."""
+    init, body, cond = w.operands[0], while_body(w), while_cond(w)
+    root = body.root
+    if init.opcode != "tuple" or root.opcode != "tuple" or not _users_all_gte(w):
+        return False
+    if not (_param_users_all_gte(body) and _param_users_all_gte(cond)):
+        return False
+    bparam = body.parameters[0]
+    groups: dict = {}
+    for i, r in enumerate(root.operands):
+        if r.opcode != "dynamic-update-slice":
+            continue
+        g = r.operands[0]
+        if not (g.opcode == "get-tuple-element" and g.operands[0] is bparam
+                and g.attr("index") == i):
+            continue
+        key = (init.operands[i], r.operands[1], tuple(r.operands[2:]))
+        groups.setdefault(key, []).append(i)
+    dead_to_kept = {d: idx[0] for idx in groups.values() if len(idx) > 1 for d in idx[1:]}
+    if not dead_to_kept:
+        return False
+    for comp_in in (body, cond):
+        param = comp_in.parameters[0]
+        kept_gte: dict = {}
+        for g in list(param.users):
+            k = dead_to_kept.get(g.attr("index"))
+            if k is None:
+                continue
+            src = kept_gte.get(k)
+            if src is None:
+                src = kept_gte[k] = comp_in.add("get-tuple-element",
+                                                param.shape.tuple_shapes[k], [param],
+                                                name=g.name, attrs={"index": str(k)})
+            g.replace_all_uses_with(src)
+            if not g.user_count and g is not comp_in.root:
+                remove_dead(comp_in, g, control_successors(comp_in))
+    for u in list(w.users):
+        k = dead_to_kept.get(u.attr("index"))
+        if k is not None:
+            u.set_attr("index", k)
+    return True
+
+
+def _leaf_shapes(shape: Shape) -> list:
+    if not shape.is_tuple():
+        return [shape]
+    return [leaf for s in shape.tuple_shapes for leaf in _leaf_shapes(s)]
+
+
+def _flat_elements(b: Builder, inst: Instruction) -> list:
+    """The leaves of ``inst``'s value: tuple operands directly, get-tuple-elements else."""
+    if not inst.shape.is_tuple():
+        return [inst]
+    if inst.opcode == "tuple":
+        return [e for o in inst.operands for e in _flat_elements(b, o)]
+    return [e for k in range(len(inst.shape.tuple_shapes))
+            for e in _flat_elements(b, b.gte(inst, k))]
+
+
+def _unflatten(comp: Computation, flat: Instruction, shape: Shape) -> Instruction:
+    """A tuple of ``shape`` built from the elements of the flat tuple ``flat``."""
+    leaves = iter(range(len(flat.shape.tuple_shapes)))
+
+    def build(s: Shape) -> Instruction:
+        if not s.is_tuple():
+            k = next(leaves)
+            return comp.add("get-tuple-element", flat.shape.tuple_shapes[k], [flat],
+                            name="get-tuple-element", attrs={"index": str(k)})
+        return comp.add("tuple", s, [build(t) for t in s.tuple_shapes], name="tuple")
+    return build(shape)
+
+
+def _fold_reads(comp: Computation, t: Instruction) -> None:
+    """get-tuple-element(t, k) read ``t``'s operand k directly, through the nested tuples
+    ``t`` was built from; ``t`` goes when nothing else reads it."""
+    for u in list(t.users):
+        if u.opcode != "get-tuple-element" or u.operands[0] is not t or \
+                u.has_control_edges:
+            continue
+        e = t.operands[u.attr("index")]
+        u.replace_all_uses_with(e)
+        comp.remove_instruction(u)
+        if e.opcode == "tuple":
+            _fold_reads(comp, e)
+    if not t.user_count and t is not comp.root:
+        remove_dead(comp, t, control_successors(comp))
+
+
+def _flatten_nested_tuples(comp, w) -> bool:
+    """XLA's TryFlattenNestedTuples: the loop carries the leaves of a nested state."""
+    init, body, cond = w.operands[0], while_body(w), while_cond(w)
+    root = body.root
+    if init.opcode != "tuple" or root.opcode != "tuple" or root.user_count:
+        return False
+    shape = w.shape
+    if not any(s.is_tuple() for s in shape.tuple_shapes):
+        return False
+    flat = Shape.tuple(_leaf_shapes(shape))
+    for comp_in in (body, cond):
+        param = comp_in.parameters[0]
+        users = list(param.users)
+        param.shape = flat
+        nested = _unflatten(comp_in, param, shape)
+        for u in users:
+            u.replace_operand_with(param, nested)
+        _fold_reads(comp_in, nested)
+    new_root = body.add("tuple", flat, _flat_elements(Builder(body), root), name="tuple")
+    body.root = new_root
+    remove_dead(body, root, control_successors(body))
+    new_init = comp.add("tuple", flat, _flat_elements(Builder(comp), init), name="tuple")
+    w.replace_operand(0, new_init)
+    users = list(w.users)
+    was_root = w.is_root
+    w.shape = flat
+    nested = _unflatten(comp, w, shape)
+    for u in users:
+        u.replace_operand_with(w, nested)
+    if was_root:
+        comp.root = nested
+    _fold_reads(comp, nested)
+    if not init.user_count and init is not comp.root:
+        remove_dead(comp, init, control_successors(comp))
+    return True
+
+
+# XLA merges these element types (s16/u16 are missing there too)
+_INDUCTION_TYPES = ("s8", "u8", "s32", "u32", "s64", "u64")
+
+
+def _induction_step(r: Instruction, param: Instruction, i: int, et: str):
+    """The constant c when ``r`` is add(gte(param, i), c) (either order) of type ``et``."""
+    if r.opcode != "add" or r.shape.element_type != et:
+        return None
+    a, b = r.operands
+    for g, c in ((a, b), (b, a)):
+        if g.opcode == "get-tuple-element" and g.operands[0] is param and \
+                g.attr("index") == i and c.opcode == "constant" and \
+                c.shape.is_array() and c.shape.num_elements() == 1 and \
+                scalar_value(c) is not None:
+            return c
+    return None
+
+
+def _reified(comp: Computation, value: Instruction, counter: Instruction,
+             step: Instruction) -> Instruction:
+    """value + counter * step, in value's shape (effective scalars reshaped)."""
+    b = Builder(comp)
+    dims = value.shape.dims
+    if counter.shape.dims != dims:
+        counter = b.reshape(counter, dims)
+    c = comp.add("constant", step.shape, name=step.name, payload=step.payload)
+    c.cache_literal(step.cached_literal)
+    if c.shape.dims != dims:
+        c = b.reshape(c, dims)
+    return b.binary("add", value, b.binary("multiply", counter, c))
+
+
+def _merge_induction_variables(comp, w) -> bool:
+    changed = False
+    for et in _INDUCTION_TYPES:
+        changed |= _merge_induction_variables_of(comp, w, et)
+    return changed
+
+
+def _merge_induction_variables_of(comp, w, et: str) -> bool:
+    """XLA's TryMergeInductionVariables for one element type."""
+    init, body, cond = w.operands[0], while_body(w), while_cond(w)
+    root = body.root
+    if init.opcode != "tuple" or root.opcode != "tuple" or root.user_count or \
+            not _users_all_gte(w):
+        return False
+    if not (_param_users_all_gte(body) and _param_users_all_gte(cond)):
+        return False
+    bparam = body.parameters[0]
+    counter = None
+    steps: dict[int, Instruction] = {}
+    for i, r in enumerate(root.operands):
+        c = _induction_step(r, bparam, i, et)
+        if c is None:
+            continue
+        x0 = init.operands[i]
+        if counter is None and scalar_value(c) == 1 and x0.opcode == "constant" and \
+                x0.shape.is_array() and scalar_value(x0) == 0 and \
+                x0.shape.num_elements() == 1:
+            counter = i
+        else:
+            steps[i] = c
+    if len(steps) + (counter is not None) < 2:
+        return False
+    added = counter is None
+    old_shape = w.shape
+    if added:
+        counter = len(old_shape.tuple_shapes)
+        shape = Shape.tuple(list(old_shape.tuple_shapes) + [Shape.array(et, ())])
+    else:
+        shape = old_shape
+    # the body and the condition read init + counter * step for each induction variable
+    for comp_in in (body, cond):
+        param = comp_in.parameters[0]
+        param.shape = shape
+        ctr = None
+        for g in list(param.users):
+            i = g.attr("index")
+            if i not in steps or (not g.user_count and g is not comp_in.root):
+                continue
+            if ctr is None:
+                ctr = comp_in.add("get-tuple-element", shape.tuple_shapes[counter], [param],
+                                  name="get-tuple-element", attrs={"index": str(counter)})
+            users = list(g.users)
+            val = _reified(comp_in, g, ctr, steps[i])
+            for u in users:
+                u.replace_operand_with(g, val)
+            if g is comp_in.root:
+                comp_in.root = val
+    # the body carries the induction variables unchanged (and counts, when added)
+    ops = list(root.operands)
+    for i in steps:
+        ops[i] = body.add("get-tuple-element", old_shape.tuple_shapes[i], [bparam],
+                          name="get-tuple-element", attrs={"index": str(i)})
+    if added:
+        b = Builder(body)
+        g = b.gte(bparam, counter)
+        ops.append(b.binary("add", g, b.scalar(1, et)))
+    new_root = body.add("tuple", shape, ops, name="tuple")
+    body.root = new_root
+    remove_dead(body, root, control_successors(body))
+    # the loop's users read init + counter * step
+    if added:
+        new_init = comp.add("tuple", shape, list(init.operands) + [Builder(comp).scalar(0, et)],
+                            name="tuple")
+        w.replace_operand(0, new_init)
+        if not init.user_count and init is not comp.root:
+            remove_dead(comp, init, control_successors(comp))
+    w.shape = shape
+    ctr = None
+    for u in list(w.users):
+        i = u.attr("index")
+        if i not in steps:
+            continue
+        if ctr is None:
+            ctr = comp.add("get-tuple-element", shape.tuple_shapes[counter], [w],
+                           name="get-tuple-element", attrs={"index": str(counter)})
+        users = list(u.users)
+        val = _reified(comp, u, ctr, steps[i])
+        for x in users:
+            x.replace_operand_with(u, val)
+        if u is comp.root:
+            comp.root = val
+    return True

@@ -49,7 +49,7 @@ def _fields(w) -> dict | None:
     n = trip_count(w)
     init = _init_value(w, idx)
     step = _linear_update(while_body(w).root.operands[idx], while_body(w).parameters[0], idx)
-    bound = _bound(while_cond(w), idx)
+    bound = _bound(w, idx)
     if n is not None and n >= 1 and init is not None and init >= 0 and step is not None \
             and step > 0 and bound is not None and bound[0] in ("LT", "LE"):
         if n <= _INT64_MAX:  # MatchTrivialLoopRange
