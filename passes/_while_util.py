@@ -204,7 +204,7 @@ def trip_count(w: Instruction):
     init = _init_value(w, idx)
     if init is None:
         return None
-    body, cond = while_body(w), while_cond(w)
+    body = while_body(w)
     step = _linear_update(body.root.operands[idx], body.parameters[0], idx)
     bound = _bound(w, idx)
     if step is None or bound is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from ._while_util import (_bound, _init_value, _linear_update, induction_var_index,
-                          trip_count, while_body, while_cond)
+                          trip_count, while_body)
 
 _INT64_MAX = (1 << 63) - 1
 
