@@ -8,6 +8,12 @@ computations are checked recursively); no control dependencies; not pad(broadcas
 constant); and neither the result nor the operands exceed 45,000,000 elements.  The
 instruction is evaluated by the numpy interpreter on a one-instruction module; when the
 interpreter cannot evaluate it, it is left alone (XLA's TryEvaluate).
+
+Interprocedural (XLA's PropagateIdenticalConstantArguments): computations are visited
+callers first; in a computation that only ``call`` instructions call, a parameter given
+the same constant at every call site reads that constant, so the callee folds on its own.
+A ``while`` whose state is all constants is evaluated only at the aggressive level (as
+XLA's evaluator runs no loop iteration at the default level).
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from hlo_opt.ir.module import HloModule
 from hlo_opt.ir.opcodes import IMPURE
 
 from hlo_opt.rewrite.rules import control_successors, remove_dead
+from .algsimp.predicates import same_literal
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
 
@@ -132,6 +139,36 @@ def literal_of(value, shape) -> Literal | None:
     return Literal(shape.without_layout(), np.array(arr))
 
 
+def _same_constant(a: Instruction, b: Instruction) -> bool:
+    return a is b or (a.opcode == "constant" and a.shape == b.shape and same_literal(a, b))
+
+
+def _propagate_identical_constant_arguments(comp: Computation, sites) -> bool:
+    """XLA's PropagateIdenticalConstantArguments: a parameter of a computation only calls
+    call, given the same constant at every call site, reads that constant instead (when
+    every parameter is such a constant, the call itself folds and nothing is done)."""
+    sites = [s for s in sites if s.parent is not None]
+    if not sites:
+        return False
+    first = sites[0]
+    same = [all(s.operands[i].opcode == "constant" and
+                _same_constant(s.operands[i], first.operands[i]) for s in sites)
+            for i in range(len(comp.parameters))]
+    if all(same):
+        return False
+    changed = False
+    for i, ok in enumerate(same):
+        p = comp.parameters[i]
+        if not ok or (not p.user_count and not p.is_root):
+            continue
+        c0 = first.operands[i]
+        c = comp.add("constant", c0.shape, name=c0.name, payload=c0.payload)
+        c.cache_literal(c0.cached_literal)
+        p.replace_all_uses_with(c)
+        changed = True
+    return changed
+
+
 # never folded: the loop skips them, or _Foldability rejects them before anything else
 _NEVER_FOLDED = frozenset(("parameter", "constant", "tuple", "broadcast", "iota", "fft"))
 
@@ -161,12 +198,30 @@ class HloConstantFolding:
     def run(self, module) -> bool:
         self.folded = 0
         foldable = _Foldability(self.aggressive)
-        skip = {c for comp in module.computations for i in comp.iter_instructions() if i.called
-                and (i.opcode == "fusion" or (i.opcode == "call" and
-                                              i.attrs.get("is_composite") == "true"))
-                for c in i.called}
+        skip = set()
+        call_sites: dict[Computation, list[Instruction]] = {}
+        other_callers = set()
+        for comp in module.computations:
+            for i in comp.iter_instructions():
+                if not i.called:
+                    continue
+                if i.opcode == "fusion" or (i.opcode == "call" and
+                                            i.attrs.get("is_composite") == "true"):
+                    skip.update(i.called)
+                elif i.opcode == "call":
+                    for c in i.called:
+                        call_sites.setdefault(c, []).append(i)
+                else:
+                    other_callers.update(i.called)
+        # computations only calls call: callers first (XLA's reverse post order), so the
+        # constants a caller folds reach its callees in this run
+        only_called = {c for c in call_sites if c not in other_callers and c not in skip}
+        order = (list(reversed(module.computation_post_order())) if only_called
+                 else list(module.computations))
         changed = False
-        for comp in list(module.computations):
+        for comp in order:
+            if comp in only_called:
+                changed |= _propagate_identical_constant_arguments(comp, call_sites[comp])
             if comp in skip or not self._may_fold(comp):
                 continue
             ctrl = control_successors(comp)
