@@ -49,6 +49,7 @@ class DumpConfig:
     pipeline_re: "re.Pattern | None"
     dump_all_modules: bool
     unsupported: tuple = ()
+    syntax_sugar_async_ops: bool = False  # XLA's flag: async ops sugared in text dumps too
 
     @classmethod
     def from_options(cls, o: DebugOptions) -> "DumpConfig":
@@ -79,7 +80,8 @@ class DumpConfig:
             pipeline_re=_compile(o.xla_dump_hlo_pipeline_re, "xla_dump_hlo_pipeline_re"),
             dump_all_modules=bool(o.xla_dump_hlo_pass_re or o.xla_dump_to or specified),
             unsupported=tuple(f"--{name}" for name in _UNSUPPORTED_FORMATS
-                              if getattr(o, name)))
+                              if getattr(o, name)),
+            syntax_sugar_async_ops=o.xla_syntax_sugar_async_ops)
 
     @property
     def to_stdout(self) -> bool:
@@ -264,7 +266,8 @@ class ModuleDumper:
         if cfg.as_text:
             text = module.to_text(operand_shapes=cfg.long_text,
                                   print_metadata=cfg.print_metadata,
-                                  large_constants=cfg.large_constants)
+                                  large_constants=cfg.large_constants,
+                                  syntax_sugar_async_ops=cfg.syntax_sugar_async_ops)
             path = self.directory.write_text(filename + ".txt", text)
             if path:
                 files.append(path)
