@@ -129,7 +129,8 @@ class FusionMerger:
             if user.opcode == "fusion" and user.attrs.get("kind") == "kCustom":
                 return "not fusing custom fusions"
             reason = heroes_compatible(producer_hero,
-                                       info.memo("mof_hero", user, real_hero_for_mof))
+                                       info.memo("mof_hero", user, real_hero_for_mof),
+                                       producer, user)
             if reason:
                 return reason
             reason = producer_consumer_fusible(

@@ -678,7 +678,33 @@ def _same_ignoring_type(a, b) -> bool:
     return a.dims == b.dims and a.effective_layout_or_none() == b.effective_layout_or_none()
 
 
-def heroes_compatible(h1: Instruction, h2: Instruction) -> str | None:
+def _intermediate_path_to_root(param: Instruction) -> bool:
+    """XLA's check_path_of_intermediate_ops: from ``param`` to the root through single-user
+    intermediate ops only."""
+    if param.user_count != 1:
+        return False
+    inst = param.users[0]
+    while inst.user_count:
+        if not is_intermediate(inst):
+            return False
+        inst = inst.users[0]
+    return True
+
+
+def _transpose_stays_tiled(tiled: Instruction, other: Instruction) -> bool:
+    """When the fusion ``other`` reads the fusion ``tiled`` (whose hero is a tiled
+    transpose), merging keeps the transpose tiled only if ``other`` passes the value on
+    to its root through intermediate ops."""
+    if tiled.opcode != "fusion" or other.opcode != "fusion" or tiled not in other.operands:
+        return True
+    param = other.called[0].parameters[other.operands.index(tiled)]
+    return _intermediate_path_to_root(param)
+
+
+def heroes_compatible(h1: Instruction, h2: Instruction, i1: Instruction | None = None,
+                      i2: Instruction | None = None) -> str | None:
+    """XLA's FusionHeroesAreCompatible for the heroes h1, h2 of the instructions i1, i2
+    (fusions or plain ops; the tiled-transpose check needs them)."""
     r1 = is_reduction_from_or_to_contiguous_dimensions(h1)
     r2 = is_reduction_from_or_to_contiguous_dimensions(h2)
     t1 = tiled_transpose(h1)
@@ -696,7 +722,16 @@ def heroes_compatible(h1: Instruction, h2: Instruction) -> str | None:
         return "MOF-fusion of a transpose and a reduction"
     if (t1 or t2) and (h1.parent is not None and h2.parent is not None
                        and h1.parent is not h2.parent):
-        return "tiled transpose would become untiled"
+        if i1 is None or i2 is None:
+            return "tiled transpose would become untiled"
+        if (t1 and not _transpose_stays_tiled(i1, i2)) or \
+                (t2 and not _transpose_stays_tiled(i2, i1)):
+            return "tiled transpose would become untiled"
+        # Two fusions, one with a tiled transpose hero, the other's hero not one: XLA
+        # finds transposes behind multi-operand elementwise ops (and more permutations)
+        # that this hero search does not, so the pair stays apart.
+        if not (t1 and t2) and i1.opcode == "fusion" and i2.opcode == "fusion":
+            return "tiled transpose would become untiled"
     return None
 
 
@@ -704,7 +739,7 @@ def shapes_compatible_for_mof(a: Instruction, b: Instruction, heroes=None) -> st
     """ShapesCompatibleForMultiOutputFusion: one loop over the same (bitcast-equal) shape.
     ``heroes``: (real_hero_for_mof(a), real_hero_for_mof(b)), when the caller knows them."""
     h1, h2 = heroes if heroes is not None else (real_hero_for_mof(a), real_hero_for_mof(b))
-    reason = heroes_compatible(h1, h2)
+    reason = heroes_compatible(h1, h2, a, b)
     if reason:
         return reason
 
