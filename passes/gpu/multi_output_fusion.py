@@ -88,12 +88,17 @@ def _is_nestable_variadic_reduction(inst) -> bool:
 
 
 def _tuple_valued_root(inst) -> bool:
-    """A fusion (or op) whose value is a tuple without being a multi-output fusion:
-    not supported as a multi-output partner here."""
-    if inst.opcode == "fusion":
-        root = inst.called[0].root
-        return root.opcode != "tuple" and root.shape.is_tuple()
-    return inst.shape.is_tuple()
+    """A fusion (or op) whose value is a tuple without being a multi-output fusion, other
+    than a variadic input reduction (a reduce from or to contiguous dimensions; it joins
+    a multi-output fusion as one tuple-shaped output, as in XLA): not supported as a
+    multi-output partner here."""
+    root = inst.called[0].root if inst.opcode == "fusion" else inst
+    if root.opcode == "tuple" and inst.opcode == "fusion" or not root.shape.is_tuple():
+        return False
+    if root.opcode == "reduce":
+        from hlo_opt.analysis.gpu.reduction import is_reduction_from_or_to_contiguous_dimensions
+        return not is_reduction_from_or_to_contiguous_dimensions(root)
+    return True
 
 
 def sibling_candidate(inst) -> str | None:
