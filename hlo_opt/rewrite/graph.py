@@ -1,6 +1,8 @@
 """Small graph edits the passes share, all O(1) per edited edge."""
 from __future__ import annotations
 
+import re
+
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 
@@ -57,12 +59,21 @@ def add_gte(comp: Computation, tup: Instruction, index: int) -> Instruction:
 
 
 _CONTROL_FLOW = frozenset({"while", "conditional"})
+# XLA's kXlaStreamAnnotationAttr: a call whose computation runs on a stream of its own
+_STREAM_ANNOTATION = re.compile(r"[{,\s]_xla_stream_annotation\s*=")
+
+
+def is_stream_annotated_call(inst) -> bool:
+    """XLA's IsStreamAnnotatedComputation: a ``call`` with the ``_xla_stream_annotation``
+    frontend attribute (its computation is fused like the entry's)."""
+    return inst.opcode == "call" and \
+        _STREAM_ANNOTATION.search(inst.attrs.get("frontend_attributes", "")) is not None
 
 
 def fusible_computations(module) -> list:
     """GetFusibleComputations: computations in post order that are neither fused
     computations nor called by non-control-flow instructions (reduce's to_apply, sort's
-    comparator, call, custom-call ...).
+    comparator, call, custom-call ...); a stream-annotated call's computation is fusible.
 
     One walk over the instructions finds each computation's callees and the excluded
     ones; the post order is HloModule.computation_post_order's, from
@@ -77,7 +88,7 @@ def fusible_computations(module) -> list:
             if called:
                 for c in called:
                     mine[c] = None
-                if inst.opcode not in _CONTROL_FLOW:
+                if inst.opcode not in _CONTROL_FLOW and not is_stream_annotated_call(inst):
                     excluded.update(called)
         callees[comp] = mine
     order = module.computation_post_order(comps, callees)
