@@ -7,6 +7,7 @@ from hlo_opt.ir.types import is_float, is_integral
 
 from hlo_opt.rewrite.builder import dot_dims, dot_extra_attrs, scalar_computation
 from hlo_opt.rewrite.rules import P, RuleList, Rules, X
+from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape
 from .options import layout_free
 from .predicates import is_all
 
@@ -109,6 +110,63 @@ def _dot_strength_reduce(ctx, lhs, rhs):
     add = scalar_computation(ctx.module, "add", acc)
     red = bld.reduce(prod, bld.scalar(0, acc), rdims, add)
     return bld.convert(red, et)
+
+
+def _reshape_of_transpose_and_constant(d) -> bool:
+    a, b = d.operands
+    return ((a.opcode == "reshape" and a.operands[0].opcode == "transpose"
+             and b.opcode == "constant")
+            or (b.opcode == "reshape" and b.operands[0].opcode == "transpose"
+                and a.opcode == "constant"))
+
+
+@r(P("dot", X("lhs"), X("rhs"), pred=_reshape_of_transpose_and_constant),
+   "dot(reshape(transpose(A)), C) => dot(reshape(A), reshape(transpose(reshape(C))))",
+   exact=False, when=layout_free)
+def _dot_reorder_contracting(ctx, lhs, rhs):
+    """XLA's OptimizeDotOfReorderContractingDims: a transpose that only permutes the dims
+    a reshape squishes into the one contracting dim moves to the constant side (where
+    constant folding absorbs it): the sum runs over the same products in another order."""
+    d = ctx.inst
+    if _unreduced(d):
+        return None
+    lb, lc, rb, rc = dot_dims(d)
+    swapped = lhs.opcode == "constant"
+    if swapped:
+        lhs, rhs, lc, rc = rhs, lhs, rc, lc
+    if len(lc) != 1 or lhs.opcode != "reshape" or rhs.opcode != "constant":
+        return None
+    reshape, transpose = lhs, lhs.operands[0]
+    if transpose.opcode != "transpose":
+        return None
+    inp = transpose.operands[0]
+    unmodified = dims_unmodified_by_reshape(transpose.shape.dims, reshape.shape.dims)
+    if len(unmodified) != reshape.shape.rank - 1 or any(to == lc[0] for _, to in unmodified):
+        return None
+    kept = {frm for frm, _ in unmodified}
+    block = [i for i in range(transpose.shape.rank) if i not in kept]
+    if any(b - a != 1 for a, b in zip(block, block[1:])):
+        return None
+    perm = list(transpose.dimensions)
+    if any(p != i and i not in block for i, p in enumerate(perm)):
+        return None
+    s, k = block[0], len(block)
+    bld = ctx.b
+    new_lhs = bld.reshape(inp, reshape.shape.dims)
+    r0 = rc[0]
+    cdims = list(rhs.shape.dims)
+    unsquished = cdims[:r0] + [transpose.shape.dims[i] for i in block] + cdims[r0 + 1:]
+    c1 = bld.reshape(rhs, unsquished)
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    tperm = list(range(len(unsquished)))
+    tperm[r0:r0 + k] = [inv[i] - s + r0 for i in block]
+    c2 = bld.transpose(c1, tperm)
+    new_rhs = bld.reshape(c2, rhs.shape.dims)
+    if swapped:
+        new_lhs, new_rhs = new_rhs, new_lhs
+    return bld.clone(d, [new_lhs, new_rhs])
 
 
 def _operand_with_1_sized_dim(d) -> bool:

@@ -17,7 +17,7 @@ from tests.support.exactness import assert_bitwise, special_args
 from tests.support.harness import check_pass, execute_or_xfail, is_deterministic
 from tests.support.lit_chunks import chunks
 
-CHUNKS = chunks("algsimp_*.hlo")
+CHUNKS = chunks("algsimp_*.hlo") + chunks("fidelity_algsimp_*.hlo")
 LABELS = {r.label for r in RULES.rules}
 EXACT = {r.label for r in RULES.rules if r.exact}
 
