@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 
+from hlo_opt.ir.attributes import Window, WindowDim
 from hlo_opt.ir.types import is_float, is_integral
 
 from hlo_opt.rewrite.builder import dot_dims, dot_extra_attrs, scalar_computation
@@ -309,6 +310,78 @@ def _conv_fold_filter_pad(ctx, lhs, k, z, pad):
         w.window_dilation = 1 + it
         w.size = k.shape.dims[dn.kernel_spatial[i]]
     return _conv_with_window(ctx, conv, [lhs, k], window)
+
+
+def _labels(rank, named, spatial) -> str:
+    """One side of ``dim_labels``: ``named`` maps dims to letters, spatial dims get digits."""
+    chars = ["?"] * rank
+    for d, c in named.items():
+        chars[d] = c
+    for k, d in enumerate(spatial):
+        chars[d] = str(k)
+    return "".join(chars)
+
+
+@r(P("convolution", X("inp"), X("ker")),
+   "convolution whose kernel is larger than its input => convolution(kernel, input)",
+   exact=False, when=lambda o: o.enable_conv_operand_swap and not o.is_layout_sensitive)
+def _conv_swap_operands(ctx, inp, ker):
+    """XLA's SwapConvOperands (conv_operand_swapper): when the product of the window sizes
+    exceeds that of the input's spatial sizes, the kernel slides over the input instead
+    (the kernel reversed, base and window dilation exchanged, the padding mirrored).
+    Inexact: the sums run in another order, and the implicit zero padding now multiplies
+    the other operand (0 * inf is nan at other positions)."""
+    conv = ctx.inst
+    if int(conv.attrs.get("feature_group_count", "1")) > 1 or \
+            int(conv.attrs.get("batch_group_count", "1")) > 1:
+        return None
+    dn = conv.attr("dim_labels")
+    if "?" in dn.text:
+        return None
+    win = conv.attr("window").dims
+    new_dims = []
+    reverse_dims = []
+    kernel_product = swapped_product = 1
+    for i, w in enumerate(win):
+        k = w.size
+        can = (not w.window_reversal and w.padding_low == 0 and w.padding_high == 0
+               and w.window_dilation == 1)
+        is_group = can and w.base_dilation == k and w.stride == k - 1
+        n = inp.shape.dims[dn.input_spatial[i]]
+        is_contraction = k == n and can and w.base_dilation == 1 and w.stride == 1
+        if is_group or is_contraction:
+            new_dims.append(copy.deepcopy(w))
+            continue
+        dk = 1 + (k - 1) * w.window_dilation
+        dn_in = 1 + (n - 1) * w.base_dilation
+        kernel_product *= k
+        swapped_product *= k if (n == 1 and w.stride == 1 and w.window_dilation == 1
+                                 and w.padding_high == k - 1
+                                 and w.padding_low == k - 1) else n
+        if not w.window_reversal:
+            reverse_dims.append(dn.kernel_spatial[i])
+        new_dims.append(WindowDim(size=n, stride=w.stride,
+                                  padding_low=dn_in + w.padding_low - dk,
+                                  padding_high=dn_in + w.padding_high - dk,
+                                  base_dilation=w.window_dilation,
+                                  window_dilation=w.base_dilation, window_reversal=True))
+    if kernel_product <= swapped_product:
+        return None
+    lhs = _labels(ker.shape.rank, {dn.kernel_output_feature: "b", dn.kernel_input_feature: "f"},
+                  dn.kernel_spatial)
+    rhs = _labels(inp.shape.rank, {dn.input_batch: "o", dn.input_feature: "i"},
+                  dn.input_spatial)
+    out = _labels(conv.shape.rank, {dn.output_feature: "b", dn.output_batch: "f"},
+                  dn.output_spatial)
+    b = ctx.b
+    kernel = b.reverse(ker, sorted(reverse_dims)) if reverse_dims else ker
+    new = b.clone(conv, [kernel, inp])
+    new.set_attr("window", Window(new_dims))
+    new.set_attr("dim_labels", f"{lhs}_{rhs}->{out}")
+    prec = dot_extra_attrs(conv, swap=True).get("operand_precision")
+    if prec is not None:
+        new.set_attr("operand_precision", prec)
+    return new
 
 
 def _broadcast_sequence(bld, operand, shape):
