@@ -14,8 +14,8 @@ from hlo_opt.rewrite.builder import dot_dims
 from hlo_opt.rewrite.rules import P, RuleList, Rules, X
 from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape
 from .options import layout_free
-from .predicates import (is_reduction_identity, max_value, min_value, root_is_binary_of_params,
-                         same_literal, scalar_value)
+from .predicates import (is_reduction_identity, is_tuple_reduction_identity, max_value,
+                         min_value, root_is_binary_of_params, same_literal, scalar_value)
 
 r = RuleList()
 
@@ -71,8 +71,13 @@ def _reduce_reshape(ctx):
     red = ctx.inst
     inputs, inits = _reduce_parts(red)
     rs = _result_shape(red)
-    # XLA assumes the init value is the reducer's identity; we check it.
-    if len(inits) != 1 or not is_reduction_identity(inits[0], red.to_apply):
+    # XLA assumes the init value is the reducer's identity; we check it (for a variadic
+    # reduce: a tuple of independent reducers, each from its identity).
+    comp = red.to_apply
+    if comp.root is not None and comp.root.opcode == "tuple":
+        if not is_tuple_reduction_identity(inits, comp):
+            return None
+    elif len(inits) != 1 or not is_reduction_identity(inits[0], comp):
         return None
     if red.shape.is_tuple():
         return ctx.b.tuple([ctx.b.reshape(i, s.dims)
