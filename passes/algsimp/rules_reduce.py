@@ -534,7 +534,8 @@ def _literals_equivalent(pad_value, init) -> bool:
     return conv.tobytes() == bv.tobytes()
 
 
-@r(P("reduce-window", X("x", hint={"pad", "convert"}), X("init"),
+@r(P("reduce-window", X("x", pred=lambda i: i.opcode in ("pad", "convert"),
+                        hint={"pad", "convert"}), X("init"),
      pred=lambda i: not i.shape.is_tuple()),
    "reduce-window(pad(A, init)) => reduce-window(A) with the padding in the window")
 def _rw_fold_pad(ctx, x, init):
