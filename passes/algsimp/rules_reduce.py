@@ -710,9 +710,11 @@ def _padded_dims(pad):
     return [i for i, (lo, hi, it) in enumerate(pad.attr("padding").dims) if lo or hi or it]
 
 
-def _gather_then_pad(ctx, g, source, pad, dim_of, passthrough):
+def _gather_then_pad(ctx, g, source, pad, dim_of, passthrough, indices=None, batching=()):
     """gather(source) then pad: ``dim_of`` maps each padded dim of ``pad`` to the gathered
-    operand's dim (the identity, or through a reshape)."""
+    operand's dim (the identity, or through a reshape); ``passthrough`` maps operand dims to
+    output dims.  Padded explicit batching dims (``batching``) keep their slice size of 1
+    and gather from the unpadded ``indices``."""
     cfg = pad.attr("padding").dims
     padded = _padded_dims(pad)
     dims = list(g.shape.dims)
@@ -722,25 +724,62 @@ def _gather_then_pad(ctx, g, source, pad, dim_of, passthrough):
         d = dim_of[p]
         n = pad.operands[0].shape.dims[p]
         dims[passthrough[d]] = n
-        sizes[d] = n
+        if d not in batching:
+            sizes[d] = n
         out_cfg[passthrough[d]] = tuple(cfg[p])
-    new = ctx.b.clone(g, [source, g.operands[1]], Shape.array(g.shape.element_type, dims))
+    idx = indices if indices is not None else g.operands[1]
+    new = ctx.b.clone(g, [source, idx], Shape.array(g.shape.element_type, dims))
     new.set_attr("slice_sizes", sizes)
     return ctx.b.pad(new, pad.operands[1], out_cfg)
+
+
+def _batching_output_dims(g) -> dict:
+    """GetStartIndicesDimToOutputDimForExplicitBatchingDims: start-indices batching dim ->
+    output dim (the output's non-offset dims follow the indices' dims, index vector dim
+    left out)."""
+    offset = set(g.attr("offset_dims", ()))
+    ivd = g.attr("index_vector_dim")
+    batch_out = [d for d in range(g.shape.rank) if d not in offset]
+    idx_dims = [d for d in range(g.operands[1].shape.rank) if d != ivd]
+    by_idx = dict(zip(idx_dims, batch_out))
+    return {d: by_idx[d] for d in g.attr("start_indices_batching_dims", ())}
 
 
 @r(P("gather", P("pad", X("a"), X(), name="pad"), X()),
    "gather(pad(A)) over pass-through dims => pad(gather(A))")
 def _gather_of_pad(ctx, a, pad):
-    """HandleGather: a pad of dims the gather copies whole moves after the gather.  (XLA
-    also moves pads of explicit batching dims padded alike in the indices; we leave
-    those.)"""
+    """HandleGather: a pad of dims the gather copies whole moves after the gather; so does
+    a pad of explicit batching dims when the indices are padded the same way along their
+    batching dims, and nowhere else (XLA's CheckPaddedDimsForGatherOfPad)."""
     g = ctx.inst
     passthrough = _gather_passthrough(g)
     padded = _padded_dims(pad)
-    if not padded or any(p not in passthrough for p in padded):
+    if not padded:
         return None
-    return _gather_then_pad(ctx, g, a, pad, {p: p for p in padded}, passthrough)
+    op_batch = list(g.attr("operand_batching_dims", ()))
+    idx_batch = list(g.attr("start_indices_batching_dims", ()))
+    idx = g.operands[1]
+    cfg = pad.attr("padding").dims
+    batching = []
+    for p in padded:
+        if p in passthrough:
+            continue
+        if p not in op_batch or idx.opcode != "pad":
+            return None
+        d = idx_batch[op_batch.index(p)]
+        if tuple(idx.attr("padding").dims[d]) != tuple(cfg[p]):
+            return None
+        batching.append(p)
+    if not batching:
+        return _gather_then_pad(ctx, g, a, pad, {p: p for p in padded}, passthrough)
+    if len(batching) != len(_padded_dims(idx)):
+        return None  # the indices are padded along other dims too
+    out_of = _batching_output_dims(g)
+    mapping = dict(passthrough)
+    for p in batching:
+        mapping[p] = out_of[idx_batch[op_batch.index(p)]]
+    return _gather_then_pad(ctx, g, a, pad, {p: p for p in padded}, mapping,
+                            indices=idx.operands[0], batching=set(batching))
 
 
 @r(P("gather", P("reshape", P("pad", X("a"), X(), name="pad"), name="rs"), X()),
