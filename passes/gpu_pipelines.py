@@ -27,7 +27,14 @@ __all__ = ["GPU_STAGES", "collective_optimizations", "conv_canonicalization", "f
 
 
 def _passes(*names) -> list:
-    return [create_pass(n) for n in names]
+    return [_gpu_algsimp() if n == "algsimp" else create_pass(n) for n in names]
+
+
+def _gpu_algsimp():
+    """Layout-insensitive algsimp with the GPU compiler's options: XLA's GPU compiler turns
+    off convolution operand swapping (set_enable_conv_operand_swap(false))."""
+    return create_pass("algsimp", options=AlgebraicSimplifierOptions(
+        enable_conv_operand_swap=False))
 
 
 def simplification(config: HloModuleConfig) -> Fixpoint:
@@ -73,7 +80,7 @@ def conv_canonicalization(config: HloModuleConfig) -> Pipeline:
                  "cudnn-fused-convolution-rewriter", "gpu-conv-padding-legalization",
                  "cudnn_pad_for_convolutions", "cudnn_vectorize_convolutions",
                  "call-inliner", "tuple-simplifier"),
-        Fixpoint(create_pass("algsimp")), create_pass("constant_folding")])
+        Fixpoint(_gpu_algsimp()), create_pass("constant_folding")])
 
 
 def layout_assignment(config: HloModuleConfig) -> Pipeline:

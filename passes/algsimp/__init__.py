@@ -17,11 +17,12 @@ from collections import Counter
 
 from hlo_opt.rewrite.rules import Rules, run_rules
 from . import (rules_arith, rules_dot, rules_logic, rules_reduce, rules_shape, rules_slice,
-               rules_structure)
+               rules_structure, rules_update)
 from .options import AlgebraicSimplifierOptions
 
 RULES: Rules = (rules_arith.RULES + rules_logic.RULES + rules_shape.RULES + rules_slice.RULES
-                + rules_reduce.RULES + rules_dot.RULES + rules_structure.RULES)
+                + rules_reduce.RULES + rules_dot.RULES + rules_structure.RULES
+                + rules_update.RULES)
 
 
 def _skipped_computations(module) -> set:

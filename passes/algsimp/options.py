@@ -19,6 +19,7 @@ class AlgebraicSimplifierOptions:
     supports_non_canonical_dots: bool = True
     enable_dot_to_multiply_rewrite: bool = True
     enable_conv_simplification: bool = True
+    enable_conv_operand_swap: bool = True
     enable_floats_are_real: bool = False
     enable_window_reduce_to_reduce_replacement: bool = True
     enable_reduce_of_reshape: bool = True

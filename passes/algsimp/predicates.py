@@ -368,9 +368,36 @@ def is_reduction_identity(init: Instruction, comp) -> bool:
     add/or/xor, 1 for multiply/and(true), the lowest value for max, the highest for min.
     Rewrites that drop or repeat the init value (XLA assumes it is the identity) need this.
     """
-    op = root_is_binary_of_params(comp, ("add", "multiply", "maximum", "minimum", "and", "or",
-                                         "xor"))
-    if op is None or init.opcode != "constant" or init.shape.num_elements() != 1:
+    op = root_is_binary_of_params(comp, _IDENTITY_OPS)
+    return op is not None and _is_identity_of(op, init)
+
+
+_IDENTITY_OPS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
+
+
+def is_tuple_reduction_identity(inits, comp) -> bool:
+    """The variadic form: ``comp`` returns a tuple whose element i is one of those binary
+    ops of parameters i and n+i (its accumulator and its input), and ``inits[i]`` is that
+    op's identity: every output is reduced on its own, from an identity."""
+    r = comp.root
+    n = len(inits)
+    if r is None or r.opcode != "tuple" or len(r.operands) != n or \
+            len(comp.parameters) != 2 * n:
+        return False
+    for i, e in enumerate(r.operands):
+        if e.opcode not in _IDENTITY_OPS or len(e.operands) != 2:
+            return False
+        a, b = comp.parameters[i], comp.parameters[n + i]
+        if not ((e.operands[0] is a and e.operands[1] is b)
+                or (e.operands[0] is b and e.operands[1] is a)):
+            return False
+        if not _is_identity_of(e.opcode, inits[i]):
+            return False
+    return True
+
+
+def _is_identity_of(op: str, init: Instruction) -> bool:
+    if init.opcode != "constant" or init.shape.num_elements() != 1:
         return False
     v = scalar_value(init)
     if v is None:

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import copy
 
+from hlo_opt.ir.attributes import Window, WindowDim
 from hlo_opt.ir.types import is_float, is_integral
 
 from hlo_opt.rewrite.builder import dot_dims, dot_extra_attrs, scalar_computation
 from hlo_opt.rewrite.rules import P, RuleList, Rules, X
+from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape
 from .options import layout_free
 from .predicates import is_all
 
@@ -109,6 +111,63 @@ def _dot_strength_reduce(ctx, lhs, rhs):
     add = scalar_computation(ctx.module, "add", acc)
     red = bld.reduce(prod, bld.scalar(0, acc), rdims, add)
     return bld.convert(red, et)
+
+
+def _reshape_of_transpose_and_constant(d) -> bool:
+    a, b = d.operands
+    return ((a.opcode == "reshape" and a.operands[0].opcode == "transpose"
+             and b.opcode == "constant")
+            or (b.opcode == "reshape" and b.operands[0].opcode == "transpose"
+                and a.opcode == "constant"))
+
+
+@r(P("dot", X("lhs"), X("rhs"), pred=_reshape_of_transpose_and_constant),
+   "dot(reshape(transpose(A)), C) => dot(reshape(A), reshape(transpose(reshape(C))))",
+   exact=False, when=layout_free)
+def _dot_reorder_contracting(ctx, lhs, rhs):
+    """XLA's OptimizeDotOfReorderContractingDims: a transpose that only permutes the dims
+    a reshape squishes into the one contracting dim moves to the constant side (where
+    constant folding absorbs it): the sum runs over the same products in another order."""
+    d = ctx.inst
+    if _unreduced(d):
+        return None
+    lb, lc, rb, rc = dot_dims(d)
+    swapped = lhs.opcode == "constant"
+    if swapped:
+        lhs, rhs, lc, rc = rhs, lhs, rc, lc
+    if len(lc) != 1 or lhs.opcode != "reshape" or rhs.opcode != "constant":
+        return None
+    reshape, transpose = lhs, lhs.operands[0]
+    if transpose.opcode != "transpose":
+        return None
+    inp = transpose.operands[0]
+    unmodified = dims_unmodified_by_reshape(transpose.shape.dims, reshape.shape.dims)
+    if len(unmodified) != reshape.shape.rank - 1 or any(to == lc[0] for _, to in unmodified):
+        return None
+    kept = {frm for frm, _ in unmodified}
+    block = [i for i in range(transpose.shape.rank) if i not in kept]
+    if any(b - a != 1 for a, b in zip(block, block[1:])):
+        return None
+    perm = list(transpose.dimensions)
+    if any(p != i and i not in block for i, p in enumerate(perm)):
+        return None
+    s, k = block[0], len(block)
+    bld = ctx.b
+    new_lhs = bld.reshape(inp, reshape.shape.dims)
+    r0 = rc[0]
+    cdims = list(rhs.shape.dims)
+    unsquished = cdims[:r0] + [transpose.shape.dims[i] for i in block] + cdims[r0 + 1:]
+    c1 = bld.reshape(rhs, unsquished)
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    tperm = list(range(len(unsquished)))
+    tperm[r0:r0 + k] = [inv[i] - s + r0 for i in block]
+    c2 = bld.transpose(c1, tperm)
+    new_rhs = bld.reshape(c2, rhs.shape.dims)
+    if swapped:
+        new_lhs, new_rhs = new_rhs, new_lhs
+    return bld.clone(d, [new_lhs, new_rhs])
 
 
 def _operand_with_1_sized_dim(d) -> bool:
@@ -251,6 +310,78 @@ def _conv_fold_filter_pad(ctx, lhs, k, z, pad):
         w.window_dilation = 1 + it
         w.size = k.shape.dims[dn.kernel_spatial[i]]
     return _conv_with_window(ctx, conv, [lhs, k], window)
+
+
+def _labels(rank, named, spatial) -> str:
+    """One side of ``dim_labels``: ``named`` maps dims to letters, spatial dims get digits."""
+    chars = ["?"] * rank
+    for d, c in named.items():
+        chars[d] = c
+    for k, d in enumerate(spatial):
+        chars[d] = str(k)
+    return "".join(chars)
+
+
+@r(P("convolution", X("inp"), X("ker")),
+   "convolution whose kernel is larger than its input => convolution(kernel, input)",
+   exact=False, when=lambda o: o.enable_conv_operand_swap and not o.is_layout_sensitive)
+def _conv_swap_operands(ctx, inp, ker):
+    """XLA's SwapConvOperands (conv_operand_swapper): when the product of the window sizes
+    exceeds that of the input's spatial sizes, the kernel slides over the input instead
+    (the kernel reversed, base and window dilation exchanged, the padding mirrored).
+    Inexact: the sums run in another order, and the implicit zero padding now multiplies
+    the other operand (0 * inf is nan at other positions)."""
+    conv = ctx.inst
+    if int(conv.attrs.get("feature_group_count", "1")) > 1 or \
+            int(conv.attrs.get("batch_group_count", "1")) > 1:
+        return None
+    dn = conv.attr("dim_labels")
+    if "?" in dn.text:
+        return None
+    win = conv.attr("window").dims
+    new_dims = []
+    reverse_dims = []
+    kernel_product = swapped_product = 1
+    for i, w in enumerate(win):
+        k = w.size
+        can = (not w.window_reversal and w.padding_low == 0 and w.padding_high == 0
+               and w.window_dilation == 1)
+        is_group = can and w.base_dilation == k and w.stride == k - 1
+        n = inp.shape.dims[dn.input_spatial[i]]
+        is_contraction = k == n and can and w.base_dilation == 1 and w.stride == 1
+        if is_group or is_contraction:
+            new_dims.append(copy.deepcopy(w))
+            continue
+        dk = 1 + (k - 1) * w.window_dilation
+        dn_in = 1 + (n - 1) * w.base_dilation
+        kernel_product *= k
+        swapped_product *= k if (n == 1 and w.stride == 1 and w.window_dilation == 1
+                                 and w.padding_high == k - 1
+                                 and w.padding_low == k - 1) else n
+        if not w.window_reversal:
+            reverse_dims.append(dn.kernel_spatial[i])
+        new_dims.append(WindowDim(size=n, stride=w.stride,
+                                  padding_low=dn_in + w.padding_low - dk,
+                                  padding_high=dn_in + w.padding_high - dk,
+                                  base_dilation=w.window_dilation,
+                                  window_dilation=w.base_dilation, window_reversal=True))
+    if kernel_product <= swapped_product:
+        return None
+    lhs = _labels(ker.shape.rank, {dn.kernel_output_feature: "b", dn.kernel_input_feature: "f"},
+                  dn.kernel_spatial)
+    rhs = _labels(inp.shape.rank, {dn.input_batch: "o", dn.input_feature: "i"},
+                  dn.input_spatial)
+    out = _labels(conv.shape.rank, {dn.output_feature: "b", dn.output_batch: "f"},
+                  dn.output_spatial)
+    b = ctx.b
+    kernel = b.reverse(ker, sorted(reverse_dims)) if reverse_dims else ker
+    new = b.clone(conv, [kernel, inp])
+    new.set_attr("window", Window(new_dims))
+    new.set_attr("dim_labels", f"{lhs}_{rhs}->{out}")
+    prec = dot_extra_attrs(conv, swap=True).get("operand_precision")
+    if prec is not None:
+        new.set_attr("operand_precision", prec)
+    return new
 
 
 def _broadcast_sequence(bld, operand, shape):

@@ -383,6 +383,34 @@ def _copy_nop(ctx, a):
     return a
 
 
+def _not_tiled(shape) -> bool:
+    return shape.layout is None or "T(" not in shape.layout.tail
+
+
+def _unary_over_bitcast(u) -> bool:
+    """XLA's predicate for bitcast(unary(bitcast(A))): an elementwise (non-fusion) unary op
+    with one user whose operand is a bitcast."""
+    return (is_elementwise(u.opcode) and len(u.operands) == 1 and u.user_count == 1
+            and u.operands[0].opcode == "bitcast")
+
+
+@r(P("bitcast", X("u", pred=_unary_over_bitcast)),
+   "bitcast(unary(bitcast(A))) => bitcast(unary(A))")
+def _bitcast_unary_bitcast(ctx, u):
+    """HandleBitcast: the unary op moves to the inner bitcast's operand (same element types
+    throughout, no tiled layouts)."""
+    bc = ctx.inst
+    inner = u.operands[0]
+    a = inner.operands[0]
+    et = bc.shape.element_type
+    if not (u.shape.element_type == et and inner.shape.element_type == et
+            and a.shape.element_type == et and _not_tiled(inner.shape)
+            and _not_tiled(a.shape)):
+        return None
+    new_u = ctx.b.clone(u, [a], a.shape)
+    return ctx.b.bitcast(new_u, bc.shape)
+
+
 @r(P("bitcast", P("bitcast", X("a"))), "bitcast(bitcast(A)) => bitcast(A)")
 def _bitcast_bitcast(ctx, a):
     return ctx.b.bitcast(a, ctx.inst.shape)

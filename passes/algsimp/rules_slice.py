@@ -199,6 +199,46 @@ def _slice_stride(ctx, x):
     return ctx.b.slice(x, starts, nl, nst)
 
 
+# ---- slice of reduce-window ----------------------------------------------------------------
+def _one_use(i) -> bool:
+    return i.user_count == 1 and sum(o is i for o in i.users[0].operands) == 1
+
+
+@r(P("slice", P("reduce-window", X("a"), X("init"), name="rw",
+                pred=lambda i: not i.shape.is_tuple() and _one_use(i))),
+   "slice(reduce-window) of the last full windows => reshape(reduce)", exact=False)
+def _slice_reduce_window(ctx, a, init, rw):
+    """HandleSlice: a padded reduce-window (no stride or dilation) sliced to its last
+    window along dims whose window spans the dim (and kept whole along size-1 windows) is a
+    reduce over those dims, reshaped."""
+    s = ctx.inst
+    if not ctx.opts.enable_window_reduce_to_reduce_replacement or not _unstrided(s):
+        return None
+    t = rw.shape.element_type
+    if not (is_integral(t) or t == "pred" or ctx.opts.float_reassociation):
+        return None
+    win = rw.attr("window").dims
+    if any(d.stride != 1 or d.base_dilation != 1 or d.window_dilation != 1 for d in win) or \
+            not any(d.padding_low or d.padding_high for d in win):
+        return None
+    starts, limits, _ = _spec(s)
+    dims = []
+    for i, d in enumerate(win):
+        n = rw.shape.dims[i]
+        if n != limits[i] or d.padding_low != starts[i] or d.padding_high != 0:
+            return None
+        if d.size == 1 and n == s.shape.dims[i] and starts[i] == 0:
+            continue
+        if s.shape.dims[i] == 1 and n == d.size and limits[i] - starts[i] == 1:
+            dims.append(i)
+        else:
+            return None
+    if not dims:
+        return None
+    red = ctx.b.reduce(a, init, dims, rw.to_apply)
+    return ctx.b.reshape(red, s.shape.dims)
+
+
 # ---- concatenate ----------------------------------------------------------------------
 @r(P("concatenate", X("x")), "concatenate(A) => A")
 def _concat_single(ctx, x):

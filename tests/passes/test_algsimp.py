@@ -17,7 +17,7 @@ from tests.support.exactness import assert_bitwise, special_args
 from tests.support.harness import check_pass, execute_or_xfail, is_deterministic
 from tests.support.lit_chunks import chunks
 
-CHUNKS = chunks("algsimp_*.hlo")
+CHUNKS = chunks("algsimp_*.hlo") + chunks("fidelity_algsimp_*.hlo")
 LABELS = {r.label for r in RULES.rules}
 EXACT = {r.label for r in RULES.rules if r.exact}
 
@@ -276,3 +276,45 @@ ENTRY %main (x: f32[5,7], i: s32[2], u: f32[2,3]) -> (f32[2,3], f32[5,7]) {
     m, p, changed = _run(text)
     assert not changed and not p.last_fired
     assert m.to_text() == parse_hlo(text).to_text()
+
+
+# ---- collectives of a broadcast constant, on several replicas ----------------------------
+_COLLECTIVE_SUM = """HloModule ar, replica_count=4
+add {
+  x = {t}[] parameter(0)
+  y = {t}[] parameter(1)
+  ROOT s = {t}[] add(x, y)
+}
+ENTRY e {
+  c = {t}[] constant(3)
+  b = {t}[8] broadcast(c), dimensions={}
+  ROOT r = {t}[{n}] {op}(b), replica_groups={groups}, {extra}to_apply=add
+}
+"""
+
+
+@pytest.mark.parametrize("t,op,groups,n,extra", [
+    ("f32", "all-reduce", "{{0,1,2,3}}", 8, ""),
+    ("s32", "all-reduce", "{{0,1},{2,3}}", 8, ""),
+    ("f32", "reduce-scatter", "{{0,1,2,3}}", 2, "dimensions={0}, "),
+])
+def test_collective_sum_of_broadcast_constant_on_replicas(t, op, groups, n, extra):
+    """C summed over a group of n devices is C * n on every device (XLA's
+    HandleAllReduceOrReduceScatter), checked on 4 replicas."""
+    from tests.support.multi_replica import check_pass_replicated
+    text = (_COLLECTIVE_SUM.replace("{t}", t).replace("{op}", op)
+            .replace("{groups}", groups).replace("{n}", str(n)).replace("{extra}", extra))
+    m = parse_hlo(text)
+    result = check_pass_replicated(m, [AlgebraicSimplifier()], num_replicas=4)
+    assert result.changed and op not in result.after_text, result.after_text
+    size = len(groups.split("},{")[0].strip("{}").split(","))
+    assert f"constant({3 * size})" in result.after_text, result.after_text
+
+
+def test_collective_sum_with_empty_groups_is_left_alone():
+    """Empty replica groups do not tell the group size here: no constant is made."""
+    text = (_COLLECTIVE_SUM.replace("{t}", "f32").replace("{op}", "all-reduce")
+            .replace("{groups}", "{}").replace("{n}", "8").replace("{extra}", ""))
+    _, p, _ = _run(text)
+    assert p.last_fired["all-reduce(broadcast(C)) => broadcast(C), or broadcast(C * group "
+                         "size) for a sum"] == 0

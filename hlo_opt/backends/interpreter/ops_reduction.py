@@ -64,6 +64,8 @@ class _Reduce:
             self.count *= self.in_dims[d]
         self.out_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple() else (inst.shape,)
         self.fast = simple_reducer(inst.to_apply) if n == 1 else None
+        # a reducer may return a tuple even for one input (a 1-tuple)
+        self.tupled = inst.to_apply.root.shape.is_tuple()
 
     def run(self, args, ctx):
         xs, inits = args[:self.n], args[self.n:]
@@ -105,7 +107,6 @@ class _Reduce:
 
     def _tree(self, xs, inits, ctx):
         comp = self.inst.to_apply
-        n = self.n
         vals = [self._flatten(x) for x in xs]
         m = self.count
         while m > 1:
@@ -113,27 +114,26 @@ class _Reduce:
             left = [v[0:2 * h:2] for v in vals]
             right = [v[1:2 * h:2] for v in vals]
             r = ctx.call_batched(comp, left + right)
-            r = list(r) if n > 1 else [r]
+            r = list(r) if self.tupled else [r]
             r = [np.broadcast_to(a, (h,) + self.kept) for a in r]
             if m % 2:
                 r = [np.concatenate([a, v[m - 1:m]]) for a, v in zip(r, vals)]
             vals = r
             m = h + m % 2
         final = ctx.call_batched(comp, list(inits) + [v[0] for v in vals])
-        final = list(final) if n > 1 else [final]
+        final = list(final) if self.tupled else [final]
         return [np.array(np.broadcast_to(a, self.kept), dtype=s.dtype)
                 for a, s in zip(final, self.out_shapes)]
 
     def _scalar(self, xs, inits, ctx):
         comp = self.inst.to_apply
-        n = self.n
         vals = [self._flatten(x) for x in xs]
         outs = [np.empty(self.kept, dtype=s.dtype) for s in self.out_shapes]
         for idx in np.ndindex(*self.kept):
             acc = [np.asarray(i) for i in inits]
             for j in range(self.count):
                 r = ctx.call(comp, acc + [v[(j,) + idx] for v in vals])
-                acc = list(r) if n > 1 else [r]
+                acc = list(r) if self.tupled else [r]
             for o, a in zip(outs, acc):
                 o[idx] = a
         return outs
