@@ -2,13 +2,14 @@
 module for an H100 (figures only, never asserted anywhere).
 
     /work/venv-xla/bin/python benchmarks/gpu_vs_xla_fusion.py [--only softmax,attention_f32]
-        [--json out.json] [--hlo-opt-python .venv/bin/python] [--regenerate] [--no-interp]
-        [--save-xla DIR]
+        [--json out.json] [--kinds] [--hlo-opt-root CHECKOUT] [--hlo-opt-python PY]
+        [--regenerate] [--no-interp] [--save-xla DIR]
 
 Run it with a Python that has JAX and its CUDA plugin (the venv of
-``benchmarks/xla_gpu_oracle.py``); our side runs in the project venv (``--hlo-opt-python``,
-default ``.venv/bin/python`` next to this checkout, else this interpreter) as
-``python benchmarks/gpu_vs_xla_fusion.py --ours FILES`` (that mode needs no JAX).
+``benchmarks/xla_gpu_oracle.py``); our side runs the ``gpu`` pipeline of ``--hlo-opt-root``
+(default: this checkout) in its venv (``--hlo-opt-python``, default ``.venv/bin/python`` of
+that checkout, else this interpreter) as ``python benchmarks/gpu_vs_xla_fusion.py --ours
+FILES`` (that mode needs no JAX).  ``--kinds`` adds the kernel kinds of each side.
 
 Modules: JAX programs written here (MLP training step, attention f32 and bf16, layer norm,
 softmax, a convolution block, a scan, sort/top-k, an RNG-heavy module, a transformer
@@ -400,8 +401,8 @@ def _small(v):
     return v
 
 
-def ours(files: list[str], interp: bool) -> list[dict]:
-    sys.path.insert(0, str(ROOT))
+def ours(files: list[str], interp: bool, root: Path) -> list[dict]:
+    sys.path.insert(0, str(root))
     from hlo_opt import passes_api
     from hlo_opt.api import parse_hlo
     from hlo_opt.backends.interpreter.executable import execute
@@ -435,10 +436,10 @@ def _geo(xs):
     return math.exp(statistics.mean(math.log(x) for x in xs)) if xs else float("nan")
 
 
-def _project_python(arg: str | None) -> str:
+def _project_python(arg: str | None, root: Path) -> str:
     if arg:
         return arg
-    venv = ROOT / ".venv" / "bin" / "python"
+    venv = root / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else sys.executable
 
 
@@ -459,9 +460,12 @@ def main(argv=None) -> int:
     ap.add_argument("--save-xla", default="", help="write XLA's optimized modules here")
     ap.add_argument("--ours", nargs="*", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--kinds", action="store_true", help="print the kernel kinds per module")
+    ap.add_argument("--hlo-opt-root", default=str(ROOT),
+                    help="the checkout whose gpu pipeline runs (default: this one)")
     a = ap.parse_args(argv)
+    root = Path(a.hlo_opt_root).resolve()
     if a.ours is not None:  # our side, in the project venv: JSON on stdout
-        json.dump(ours(a.ours, not a.no_interp), sys.stdout)
+        json.dump(ours(a.ours, not a.no_interp, root), sys.stdout)
         return 0
 
     sys.path.insert(0, str(HERE))
@@ -469,9 +473,10 @@ def main(argv=None) -> int:
 
     only = [s for s in a.only.split(",") if s]
     files = module_files(only, a.regenerate)
-    cmd = [_project_python(a.hlo_opt_python), str(Path(__file__).resolve()), "--ours",
-           *map(str, files.values())] + (["--no-interp"] if a.no_interp else [])
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+    cmd = [_project_python(a.hlo_opt_python, root), str(Path(__file__).resolve()),
+           "--hlo-opt-root", str(root), "--ours", *map(str, files.values())]
+    cmd += ["--no-interp"] if a.no_interp else []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=str(root))
     xla = {}
     for name, path in files.items():
         text = path.read_text()
