@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hlo_opt.analysis.device import A100
+from hlo_opt.api import parse_hlo
 from hlo_opt.ir.shape import Layout
 
 from .util import check, entry_ops, run
@@ -30,8 +32,14 @@ def _convs(m):
     return [i for i in m.entry.post_order() if i.opcode == "custom-call"]
 
 
-def test_f32_convolutions_get_nchw_and_the_chain_between_follows():
-    m = check(CONV_CHAIN, "cudnn-conv-rewriter,layout-assignment").module
+def _on(text, device):
+    m = parse_hlo(text)
+    m.config = m.config.replace(device=device)
+    return m
+
+
+def test_f32_convolutions_get_nchw_before_hopper_and_the_chain_between_follows():
+    m = check(_on(CONV_CHAIN, A100), "cudnn-conv-rewriter,layout-assignment").module
     c1, c2 = _convs(m)
     for c in (c1, c2):
         assert c.shape.tuple_shapes[0].effective_layout() == NCHW
@@ -45,6 +53,19 @@ def test_f32_convolutions_get_nchw_and_the_chain_between_follows():
     assert entry_ops(m).count("copy") == 4
     assert m.entry.root.opcode == "copy"
     assert m.entry.root.shape.effective_layout() == Layout((3, 2, 1, 0))
+
+
+def test_f32_convolutions_get_nhwc_on_hopper():
+    # XLA's HeuristicLayoutAssignment on sm_90: NHWC for every float type but f64
+    m = check(CONV_CHAIN, "cudnn-conv-rewriter,layout-assignment").module
+    assert m.config.device.compute_capability == (9, 0)
+    for c in _convs(m):
+        assert c.shape.tuple_shapes[0].effective_layout() == Layout((3, 2, 1, 0))
+        assert c.operands[1].shape.effective_layout() == Layout((2, 1, 0, 3))
+    # x is already NHWC: only the two filters are copied, nothing after the last conv
+    assert entry_ops(m).count("copy") == 2
+    f64 = check(CONV_CHAIN.replace("f32", "f64"), "cudnn-conv-rewriter,layout-assignment").module
+    assert _convs(f64)[0].shape.tuple_shapes[0].effective_layout() == NCHW
 
 
 def test_f16_convolutions_get_nhwc():
