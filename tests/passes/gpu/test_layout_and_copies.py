@@ -156,3 +156,34 @@ def test_algorithm_pickers_change_nothing_without_a_gpu():
         assert result.changed  # (the rewriter)
     m = run(text, "gemm-algorithm-picker,gpu-conv-algorithm-picker")
     assert "dot" in entry_ops(m)
+
+
+def test_carried_h100_specs_are_the_default_device():
+    from hlo_opt.analysis.device import DEFAULT_DEVICE, SPECS_DIR
+    from hlo_opt.backends.cuda.target import read_specs
+    assert read_specs(str(SPECS_DIR / "h100_sxm.txtpb")) == DEFAULT_DEVICE
+
+
+def test_target_config_file_reaches_the_gpu_pipeline(tmp_path):
+    # --xla_gpu_target_config_filename: the same specs with compute capability 8.0 give
+    # NCHW convolutions (and the copies around them), as XLA's output differs on sm_80
+    import re
+
+    from hlo_opt import passes_api
+    from hlo_opt.analysis.device import SPECS_DIR
+    from hlo_opt.flags import DebugOptions
+    from hlo_opt.text.printer import module_to_text
+    text = (SPECS_DIR / "h100_sxm.txtpb").read_text()
+    sm80 = tmp_path / "sm80.txtpb"
+    sm80.write_text(re.sub(r"major: 9", "major: 8", text))
+    one_conv = CONV_CHAIN.split("  %e =")[0] + "  ROOT %r = f32[1,8,8,4] negate(%c1)\n}\n"
+    out = {}
+    for name, opts in (("sm90", DebugOptions()),
+                       ("sm80", DebugOptions(xla_gpu_target_config_filename=str(sm80)))):
+        m = passes_api.optimize(parse_hlo(one_conv), opts, pipeline="gpu")
+        out[name] = m
+    assert out["sm80"].config.device.compute_capability == (8, 0)
+    conv = {k: _convs(m)[0] for k, m in out.items()}
+    assert conv["sm90"].shape.tuple_shapes[0].effective_layout() == Layout((3, 2, 1, 0))
+    assert conv["sm80"].shape.tuple_shapes[0].effective_layout() == NCHW
+    assert module_to_text(out["sm90"]).count(" copy(") < module_to_text(out["sm80"]).count(" copy(")
