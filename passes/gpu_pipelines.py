@@ -108,7 +108,7 @@ def nvptx_post_layout_part2(config: HloModuleConfig) -> Pipeline:
 def fusion(config: HloModuleConfig) -> Fixpoint:
     """Priority fusion or the classic passes, as ``--xla_gpu_enable_priority_fusion``."""
     if config.debug_options.xla_gpu_enable_priority_fusion:
-        items = _passes("variadic-op-splitter", "priority-fusion", "cse",
+        items = _passes("variadic-op-splitter", "sort-iota-fusion", "priority-fusion", "cse",
                         "multi_output_fusion", "cse", "dce")
     else:
         items = [create_pass("variadic-op-splitter"),
