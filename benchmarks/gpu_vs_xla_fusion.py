@@ -161,7 +161,6 @@ def count_kernels(text: str) -> dict:
     todo, seen = [p["entry"]], set()
     kinds: dict = {}
     total_bytes = 0.0
-    per_kernel = []
     while todo:
         c = todo.pop()
         if c in seen or c not in comps:
@@ -180,7 +179,6 @@ def count_kernels(text: str) -> dict:
             b = shape_bytes(shape, drop_s8_tail=(op == "custom-call"))
             b += sum(shape_bytes(shapes.get(o, "")) for o in dict.fromkeys(operands))
             total_bytes += b
-            per_kernel.append((name, k, b))
     return {"kernels": sum(kinds.values()), "kinds": kinds,
             "cublas": sum(n for k, n in kinds.items() if k.startswith("__cublas")),
             "bytes": total_bytes}
