@@ -6,8 +6,9 @@ propagation that keeps copies few).
 * cuDNN convolutions get the layouts cuDNN wants (HeuristicLayoutAssignment): on Hopper or
   newer (the module's ``config.device``) NHWC data and OHWI filters for every floating-point
   convolution but f64 (NCHW); before Hopper NCHW / OIHW, except f16/bf16 2-D convolutions on
-  Volta or newer, which get NHWC / OHWI.  An operand in another layout is copied (``copy`` with the wanted layout); the
-  result gets the wanted layout and is copied back for users that expect the old one.
+  Volta or newer, which get NHWC / OHWI.  An operand in another layout is copied (``copy``
+  with the wanted layout); the result gets the wanted layout and is copied back for users
+  that expect the old one.
 * cuBLAS calls need matrix layouts with the batch dimensions most major; others are
   copied to row-major.
 * Propagation: a layout-changing ``copy`` feeding a shape-preserving elementwise op whose
