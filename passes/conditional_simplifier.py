@@ -11,9 +11,20 @@ are left alone.  As XLA's, also (for branch computations no other instruction ca
   (RemoveUnusedTupleElements);
 * elements of a tuple branch operand that its branch never reads are dropped from the
   operand (TryRemoveUnusedConditionalOperands).
+
+A two-way conditional on a ``pred`` that is not constant becomes a ``select`` of both
+branches inlined (XLA's TryRemoveConditional): when neither branch holds an expensive
+instruction (anything not elementwise, except broadcast, concatenate, dynamic-slice,
+get-tuple-element, reduce, reshape, pad, parameter, slice, tuple; constants count as
+elementwise) and neither branch is empty (only parameters, tuples and get-tuple-elements
+around an array: taking that branch costs nothing, a select would).  Tuple results are
+selected element by element, tokens joined with ``after-all``.  A two-way selector
+``convert(pred)`` to an integer counts as the ``pred`` with the branches swapped (XLA's
+algsimp rewrites the conditional so before its simplifier sees it).
 """
 from __future__ import annotations
 
+from hlo_opt.analysis.gpu.fusible import is_elementwise
 from hlo_opt.ir.shape import Shape
 from hlo_opt.rewrite.builder import Builder
 from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
@@ -53,11 +64,16 @@ class ConditionalSimplifier:
                     changed |= _remove_unused_outputs(c)
                     changed |= _empty_roots_if_unused(c)
                 k = chosen_branch(c)
-                if k is None or any(has_side_effects(b) for b in c.called):
+                if any(has_side_effects(b) for b in c.called):
                     continue
                 if c in control_successors(comp):
                     continue
-                new = inline(comp, c.called[k], [c.operands[1 + k]])
+                if k is not None:
+                    new = inline(comp, c.called[k], [c.operands[1 + k]])
+                elif _select_is_cheaper(c):
+                    new = _as_select(comp, c)
+                else:
+                    continue
                 c.replace_all_uses_with(new)
                 remove_dead(comp, c, control_successors(comp))
                 changed = True
@@ -67,6 +83,69 @@ class ConditionalSimplifier:
                 if comp in before and comp not in after:
                     module.remove_computation(comp)
         return changed
+
+
+# ---- conditional -> select ------------------------------------------------------------
+_CHEAP = frozenset({"broadcast", "concatenate", "dynamic-slice", "get-tuple-element", "reduce",
+                    "reshape", "pad", "parameter", "slice", "tuple", "constant"})
+
+
+def _expensive(inst) -> bool:
+    return inst.opcode not in _CHEAP and not is_elementwise(inst)
+
+
+def _empty_with_array_root(branch) -> bool:
+    """ComputationIsEmptyWithArrayRoot: only parameters, tuples and get-tuple-elements, and
+    the root holds an array."""
+    if any(i.opcode not in ("tuple", "get-tuple-element", "parameter")
+           for i in branch.instructions):
+        return False
+    return _holds_array(branch.root.shape)
+
+
+def _holds_array(shape) -> bool:
+    if shape.is_tuple():
+        return any(_holds_array(s) for s in shape.tuple_shapes)
+    return shape.is_array()
+
+
+def _predicate(c):
+    """(pred, index of the branch taken when true, when false) of a two-way conditional,
+    or None."""
+    if len(c.called) != 2:
+        return None
+    sel = c.operands[0]
+    if sel.shape.element_type == "pred":
+        return sel, 0, 1
+    if sel.opcode == "convert" and sel.operands[0].shape.element_type == "pred":
+        return sel.operands[0], 1, 0
+    return None
+
+
+def _select_is_cheaper(c) -> bool:
+    if _predicate(c) is None:
+        return False
+    if any(_expensive(i) for b in c.called for i in b.instructions):
+        return False
+    return not any(_empty_with_array_root(b) for b in c.called)
+
+
+def _as_select(comp, c):
+    """Both branches inlined, their results selected by the predicate."""
+    pred, t, f = _predicate(c)
+    on_true = inline(comp, c.called[t], [c.operands[1 + t]])
+    on_false = inline(comp, c.called[f], [c.operands[1 + f]])
+    b = Builder(comp)
+
+    def select(t, f):
+        if f.shape.is_token():
+            return comp.add("after-all", f.shape, [t, f], name="after-all")
+        if f.shape.is_array():
+            p = pred if not f.shape.dims else b.broadcast(pred, f.shape.dims, [])
+            return comp.add("select", f.shape, [p, t, f], name="select")
+        return b.tuple([select(b.gte(t, i), b.gte(f, i))
+                        for i in range(len(f.shape.tuple_shapes))])
+    return select(on_true, on_false)
 
 
 def _reachable(module) -> set:

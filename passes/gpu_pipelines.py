@@ -58,8 +58,13 @@ def optimization(config: HloModuleConfig) -> Pipeline:
         create_pass("convolution-group-converter", convert_batch_groups_only=True),
         create_pass("stable-sort-expander"),
         simplification(config), simplification(config), simplification(config),
-        *_passes("zero_sized_hlo_elimination", "transpose-folding", "cse", "dce",
-                 "while-loop-trip-count-annotator")])
+        *_passes("zero_sized_hlo_elimination", "transpose-folding", "cse", "dce"),
+        # XLA:GPU merges dots that share an operand right after its simplification fixpoint
+        # (which ends with transpose-folding, cse and dce): "smallish" dots only
+        # (--xla_gpu_dot_merger_threshold_mb)
+        create_pass("dot-merger", max_size_to_merge=(
+            config.debug_options.xla_gpu_dot_merger_threshold_mb << 20)),
+        create_pass("while-loop-trip-count-annotator")])
 
 
 def spmd_simplify(config: HloModuleConfig) -> Pipeline:
@@ -115,7 +120,7 @@ def nvptx_post_layout_part2(config: HloModuleConfig) -> Pipeline:
 def fusion(config: HloModuleConfig) -> Fixpoint:
     """Priority fusion or the classic passes, as ``--xla_gpu_enable_priority_fusion``."""
     if config.debug_options.xla_gpu_enable_priority_fusion:
-        items = _passes("variadic-op-splitter", "priority-fusion", "cse",
+        items = _passes("variadic-op-splitter", "sort-iota-fusion", "priority-fusion", "cse",
                         "multi_output_fusion", "cse", "dce")
     else:
         items = [create_pass("variadic-op-splitter"),

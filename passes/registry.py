@@ -60,6 +60,7 @@ from passes.gpu.reduction_layout_normalizer import ReductionLayoutNormalizer
 from passes.gpu.reduction_splitter import ReductionSplitter
 from passes.gpu.rename_fusions import RenameFusions
 from passes.gpu.tree_reduction_rewriter import GpuTreeReductionRewriter
+from passes.gpu.sort_iota_fusion import SortIotaFusion
 from passes.gpu.triangular_solve_rewriter import TriangularSolveRewriter
 from passes.gpu.variadic_op_splitter import VariadicOpSplitter
 from passes.reduction_degenerate_dim_remover import ReductionDegenerateDimRemover
@@ -141,6 +142,7 @@ PASSES: dict[str, type] = {
     "simplify-sorts": SortSimplifier,
     "simplify-while-loops": WhileLoopSimplifier,
     "slice-sinker": SliceSinker,
+    "sort-iota-fusion": SortIotaFusion,
     "stable-sort-expander": StableSortExpander,
     "test-only-break-verifier": TestOnlyBreakVerifier,  # wrong on purpose: bisect's tests
     "test-only-crash": TestOnlyCrash,

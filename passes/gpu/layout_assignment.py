@@ -3,10 +3,12 @@ propagation that keeps copies few).
 
 * Every shape keeps its layout (row-major unless written otherwise); the entry
   computation's parameter and result layouts are fixed.
-* cuDNN convolutions get the layouts cuDNN wants (HeuristicLayoutAssignment): NCHW data
-  and OIHW filters, except f16/bf16 2-D convolutions on Volta or newer, which get NHWC /
-  OHWI.  An operand in another layout is copied (``copy`` with the wanted layout); the
-  result gets the wanted layout and is copied back for users that expect the old one.
+* cuDNN convolutions get the layouts cuDNN wants (HeuristicLayoutAssignment): on Hopper or
+  newer (the module's ``config.device``) NHWC data and OHWI filters for every floating-point
+  convolution but f64 (NCHW); before Hopper NCHW / OIHW, except f16/bf16 2-D convolutions on
+  Volta or newer, which get NHWC / OHWI.  An operand in another layout is copied (``copy``
+  with the wanted layout); the result gets the wanted layout and is copied back for users
+  that expect the old one.
 * cuBLAS calls need matrix layouts with the batch dimensions most major; others are
   copied to row-major.
 * Propagation: a layout-changing ``copy`` feeding a shape-preserving elementwise op whose
@@ -41,8 +43,11 @@ def conv_layouts(call, device) -> tuple[Layout, Layout, Layout] | None:
     x_type = call.operands[0].shape.element_type
     if x_type.startswith(("s", "u")):
         return None
-    nhwc = x_type in ("f16", "bf16") and device.compute_capability >= (7, 0) and \
-        len(dn.input_spatial) == 2
+    if device.compute_capability >= (9, 0):  # tensor cores: NHWC (cuDNN has no f64 NHWC)
+        nhwc = x_type != "f64"
+    else:
+        nhwc = x_type in ("f16", "bf16") and device.compute_capability >= (7, 0) and \
+            len(dn.input_spatial) == 2
     if nhwc:
         data_in = [dn.input_batch] + dn.input_spatial + [dn.input_feature]
         data_out = [dn.output_batch] + dn.output_spatial + [dn.output_feature]

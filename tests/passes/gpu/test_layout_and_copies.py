@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hlo_opt.analysis.device import A100
+from hlo_opt.api import parse_hlo
 from hlo_opt.ir.shape import Layout
 
 from .util import check, entry_ops, run
@@ -30,8 +32,14 @@ def _convs(m):
     return [i for i in m.entry.post_order() if i.opcode == "custom-call"]
 
 
-def test_f32_convolutions_get_nchw_and_the_chain_between_follows():
-    m = check(CONV_CHAIN, "cudnn-conv-rewriter,layout-assignment").module
+def _on(text, device):
+    m = parse_hlo(text)
+    m.config = m.config.replace(device=device)
+    return m
+
+
+def test_f32_convolutions_get_nchw_before_hopper_and_the_chain_between_follows():
+    m = check(_on(CONV_CHAIN, A100), "cudnn-conv-rewriter,layout-assignment").module
     c1, c2 = _convs(m)
     for c in (c1, c2):
         assert c.shape.tuple_shapes[0].effective_layout() == NCHW
@@ -45,6 +53,19 @@ def test_f32_convolutions_get_nchw_and_the_chain_between_follows():
     assert entry_ops(m).count("copy") == 4
     assert m.entry.root.opcode == "copy"
     assert m.entry.root.shape.effective_layout() == Layout((3, 2, 1, 0))
+
+
+def test_f32_convolutions_get_nhwc_on_hopper():
+    # XLA's HeuristicLayoutAssignment on sm_90: NHWC for every float type but f64
+    m = check(CONV_CHAIN, "cudnn-conv-rewriter,layout-assignment").module
+    assert m.config.device.compute_capability == (9, 0)
+    for c in _convs(m):
+        assert c.shape.tuple_shapes[0].effective_layout() == Layout((3, 2, 1, 0))
+        assert c.operands[1].shape.effective_layout() == Layout((2, 1, 0, 3))
+    # x is already NHWC: only the two filters are copied, nothing after the last conv
+    assert entry_ops(m).count("copy") == 2
+    f64 = check(CONV_CHAIN.replace("f32", "f64"), "cudnn-conv-rewriter,layout-assignment").module
+    assert _convs(f64)[0].shape.tuple_shapes[0].effective_layout() == NCHW
 
 
 def test_f16_convolutions_get_nhwc():
@@ -135,3 +156,34 @@ def test_algorithm_pickers_change_nothing_without_a_gpu():
         assert result.changed  # (the rewriter)
     m = run(text, "gemm-algorithm-picker,gpu-conv-algorithm-picker")
     assert "dot" in entry_ops(m)
+
+
+def test_carried_h100_specs_are_the_default_device():
+    from hlo_opt.analysis.device import DEFAULT_DEVICE, SPECS_DIR
+    from hlo_opt.backends.cuda.target import read_specs
+    assert read_specs(str(SPECS_DIR / "h100_sxm.txtpb")) == DEFAULT_DEVICE
+
+
+def test_target_config_file_reaches_the_gpu_pipeline(tmp_path):
+    # --xla_gpu_target_config_filename: the same specs with compute capability 8.0 give
+    # NCHW convolutions (and the copies around them), as XLA's output differs on sm_80
+    import re
+
+    from hlo_opt import passes_api
+    from hlo_opt.analysis.device import SPECS_DIR
+    from hlo_opt.flags import DebugOptions
+    from hlo_opt.text.printer import module_to_text
+    text = (SPECS_DIR / "h100_sxm.txtpb").read_text()
+    sm80 = tmp_path / "sm80.txtpb"
+    sm80.write_text(re.sub(r"major: 9", "major: 8", text))
+    one_conv = CONV_CHAIN.split("  %e =")[0] + "  ROOT %r = f32[1,8,8,4] negate(%c1)\n}\n"
+    out = {}
+    for name, opts in (("sm90", DebugOptions()),
+                       ("sm80", DebugOptions(xla_gpu_target_config_filename=str(sm80)))):
+        m = passes_api.optimize(parse_hlo(one_conv), opts, pipeline="gpu")
+        out[name] = m
+    assert out["sm80"].config.device.compute_capability == (8, 0)
+    conv = {k: _convs(m)[0] for k, m in out.items()}
+    assert conv["sm90"].shape.tuple_shapes[0].effective_layout() == Layout((3, 2, 1, 0))
+    assert conv["sm80"].shape.tuple_shapes[0].effective_layout() == NCHW
+    assert module_to_text(out["sm90"]).count(" copy(") < module_to_text(out["sm80"]).count(" copy(")
