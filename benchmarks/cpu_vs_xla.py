@@ -3,9 +3,9 @@ asserted anywhere.
 
 Needs JAX (the ``bench`` extra) next to hlo-opt; keep it out of the project venv:
 
-    python3 -m venv /work/benchvenv-cpu
-    /work/benchvenv-cpu/bin/pip install -e '.[bench]'
-    /work/benchvenv-cpu/bin/python benchmarks/cpu_vs_xla.py [--repeat 30] [--threads 1]
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install -e '.[bench]'
+    .venv-bench/bin/python benchmarks/cpu_vs_xla.py [--repeat 30] [--threads 1]
                                                               [--only softmax,attention]
 
 Modules: the sample modules plus JAX programs written here (MLP training step,

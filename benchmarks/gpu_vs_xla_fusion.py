@@ -1,12 +1,12 @@
 """The ``gpu`` pipeline against XLA:GPU, side by side: kernels, cuBLAS calls and bytes per
 module for an H100 (figures only, never asserted anywhere).
 
-    /work/venv-xla/bin/python benchmarks/gpu_vs_xla_fusion.py [--only softmax,attention_f32]
+    .venv-xla/bin/python benchmarks/gpu_vs_xla_fusion.py [--only softmax,attention_f32]
         [--json out.json] [--kinds] [--hlo-opt-root CHECKOUT] [--hlo-opt-python PY]
         [--regenerate] [--no-interp] [--save-xla DIR]
 
 Run it with a Python that has JAX and its CUDA plugin (the venv of
-``benchmarks/xla_gpu_oracle.py``); our side runs the ``gpu`` pipeline of ``--hlo-opt-root``
+``benchmarks/xla_gpu_oracle.py``: ``python3 -m venv V && V/bin/pip install '.[bench-xla-gpu]'``); our side runs the ``gpu`` pipeline of ``--hlo-opt-root``
 (default: this checkout) in its venv (``--hlo-opt-python``, default ``.venv/bin/python`` of
 that checkout, else this interpreter) as ``python benchmarks/gpu_vs_xla_fusion.py --ours
 FILES`` (that mode needs no JAX).  ``--kinds`` adds the kernel kinds of each side.

@@ -7,12 +7,11 @@ deviceless defaults).  The device is XLA's gpu_specs text proto, H100 SXM by def
 (``hlo_opt/analysis/gpu_specs/h100_sxm.txtpb``).  Run it with a Python that has JAX with
 the CUDA plugin, never the project venv:
 
-    python3 -m venv /work/venv-xla
-    /work/venv-xla/bin/pip install jax==0.10.2 jaxlib==0.10.2 jax-cuda13-plugin==0.10.2 \\
-        jax-cuda13-pjrt==0.10.2
-    /work/venv-xla/bin/python benchmarks/xla_gpu_oracle.py module.hlo [-o out.hlo]
+    python3 -m venv .venv-xla
+    .venv-xla/bin/pip install '.[bench-xla-gpu]'   # jax, jaxlib, jax-cuda13-plugin/-pjrt 0.10.2
+    .venv-xla/bin/python benchmarks/xla_gpu_oracle.py module.hlo [-o out.hlo]
         [--xla_gpu_enable_triton_gemm=false] [--target-config specs.txtpb] [--cc 8.0]
-    cat module.hlo | /work/venv-xla/bin/python benchmarks/xla_gpu_oracle.py -
+    cat module.hlo | .venv-xla/bin/python benchmarks/xla_gpu_oracle.py -
 
 Every ``--xla_*`` argument is handed to XLA as a debug-option override (``XLA_FLAGS`` is
 ignored).  ``--cc 8.0`` rewrites the compute capability of the specs (the other fields stay
