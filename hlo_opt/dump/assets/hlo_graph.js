@@ -2,7 +2,8 @@
  * one view at a time, with no network access.
  *
  * The data element (#hlo-graph-data, JSON or gzip+base64) is written by
- * hlo_opt/dump/html.py graph_data():
+ * hlo_opt/dump/html.py graph_json(): the module's text and the drawing rules, from which
+ * hlo_model.js (hloBuildModel) builds this model:
  *   comps[c]: n name, k kind (entry|fusion|called|trivial|unused), r root instruction,
  *             i instructions in post order, h header line, f fusion instruction calling it,
  *             ca non-fusion callers, tr trivial-computation name ("add", ...)
@@ -1088,7 +1089,9 @@
     startWorker();
     loadData().then(function (data) {
       markTime('data');
-      D = data;
+      // the page ships the module's text; hlo_model.js builds the drawing model from it
+      D = data.text !== undefined ? window.hloBuildModel(data) : data;
+      markTime('model');
       index();
       $('title').textContent = D.title || D.module;
       buildSelector();
