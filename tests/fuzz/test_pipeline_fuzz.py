@@ -60,6 +60,9 @@ REGRESSIONS = {
     "layout tail with a bracket": "ENTRY e {\n p = s4[400]{0:E([4)} parameter(0)\n"
                                   " ROOT n = s4[400] negate(p)\n}\n",
     "control bytes": "ENTRY e {\n p = f32[4] parameter(0)\x1b[31m\x07\n}\n",
+    # the nesting check built the 137-billion-character brace skeleton it compares with
+    "one value for 2**37 elements": "ENTRY e {\n ROOT c = s4[2147483648,64]{1,0:E(4)} "
+                                    "constant(0)\n}\n",
 }
 
 
