@@ -94,6 +94,7 @@ def test_the_page_builds_the_model_graph_model_decides(browser, tmp_path, top_le
     pages = _write_pages(module, tmp_path, "model", top_level=top_level)
     r = browser.load(pages["shared_assets"].as_uri(), evaluate="""(() => {
         const d = hloPage.data();
+        for (let i = 0; i < d.insts.length; i++) d.style(i);  // labels are made on demand
         return JSON.stringify({comps: d.comps, insts: d.insts});
     })()""")
     _assert_rendered_offline(r)

@@ -28,7 +28,7 @@ let data = '';
 process.stdin.on('data', d => { data += d; });
 process.stdin.on('end', () => {
   const out = JSON.parse(data).map(p => {
-    try { const m = build(p); return {comps: m.comps, insts: m.insts}; }
+    try { const m = build(p, true); return {comps: m.comps, insts: m.insts}; }
     catch (e) { return {error: String(e && e.stack)}; }
   });
   process.stdout.write(JSON.stringify(out));

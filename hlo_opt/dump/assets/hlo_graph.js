@@ -13,7 +13,8 @@
  *             here, b big (filled arrowhead), f fused computation, cl cluster label,
  *             p parameter number, es shape text for out-edges, txt HLO text line,
  *             cs called (non-fusion, non-trivial) computations, d DOT node id when it
- *             is not the name (two computations using one name)
+ *             is not the name (two computations using one name); l, t and cl are made
+ *             on demand: read them through styled(i)
  * The DOT written here matches hlo_opt/dump/dot.py (node_attrs / edge_attrs); only
  * view selection (collapsed or expanded fusions, parameters cloned per use, the
  * neighbourhood cap) is decided here.
@@ -124,6 +125,9 @@
   }
 
   function nid(i) { return insts[i].d || insts[i].n; }
+
+  // insts[i] with its label, tooltip and cluster label (hlo_model.js makes them on demand)
+  function styled(i) { return D.style ? D.style(i) : insts[i]; }
 
   function isFusionWithBody(i) { return insts[i].f !== undefined; }
 
@@ -321,7 +325,7 @@
              '</b>>;\nlabelloc = t;\ntooltip = " ";\n' + D.graphDefaults + '\n');
 
     function nodeStmt(i, id, extraClass, domId) {
-      var x = insts[i];
+      var x = styled(i);
       var st = D.schemes[schemeOf(i)];
       plain.nodes.push({ id: id, dom: domId, cls: 'i' + i + extraClass, name: x.n, op: x.op,
                          fill: st[1], stroke: st[2], color: st[3] });
@@ -335,7 +339,7 @@
       for (var k = 0; k < list.length; k++) {
         var it = list[k];
         if (it.cluster !== undefined) {
-          var f = it.cluster, fx = insts[f];
+          var f = it.cluster, fx = styled(f);
           out.push('subgraph ' + q('cluster_' + comps[fx.f].n) + ' {\n' + D.clusterStyle +
                    '; id="f' + f + '"; class="i' + f + ' fusion-cluster";\nlabel = <' +
                    fx.cl + '>;\nlabelloc = t;\ntooltip = " ";\n');
@@ -827,7 +831,7 @@
   }
 
   function renderDetails(i) {
-    var x = insts[i];
+    var x = styled(i);
     var parts = ['<div class="d-name">' + esc(x.n) + ' <span class="d-op">' + esc(x.op) +
                  '</span> <span class="d-comp">in ' + esc(comps[x.c].n) + '</span></div>'];
     if (x.t) parts.push('<div class="d-meta">' + esc(x.t).replace(/\n/g, '<br>') + '</div>');

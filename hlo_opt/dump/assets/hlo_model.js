@@ -16,18 +16,25 @@ function esc(s) {
   return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+var splitOpen = false;  // did the last splitTop end inside a bracket or a string?
 function splitTop(s) {  // at commas outside brackets and strings; parts left-trimmed
-  var out = [], depth = 0, start = 0, i = 0, n = s.length;
+  var out = [], depth = 0, start = 0, i = 0, n = s.length, inString = false;
   for (; i < n; i++) {
     var ch = s.charCodeAt(i);
     if (ch === 34) {  // "
-      for (i++; i < n && s.charCodeAt(i) !== 34; i++) if (s.charCodeAt(i) === 92) i++;
+      inString = true;
+      for (i++; i < n; i++) {
+        var c2 = s.charCodeAt(i);
+        if (c2 === 92) i++;
+        else if (c2 === 34) { inString = false; break; }
+      }
     } else if (ch === 40 || ch === 91 || ch === 123) depth++;
     else if (ch === 41 || ch === 93 || ch === 125) depth--;
     else if (ch === 44 && depth === 0) { out.push(s.slice(start, i).replace(/^\s+/, '')); start = i + 1; }
   }
   var last = s.slice(start).replace(/^\s+/, '');
   if (last || out.length) out.push(last);
+  splitOpen = inString || depth > 0;
   return out;
 }
 
@@ -43,27 +50,13 @@ function closing(s, open) {  // index of the bracket closing the one at `open`
   return n;
 }
 
-function unbalanced(s) {  // an open string or bracket: the instruction goes on
-  var open = false, depth = 0;
-  for (var i = 0; i < s.length; i++) {
-    var ch = s.charCodeAt(i);
-    if (open) {
-      if (ch === 92) i++;
-      else if (ch === 34) open = false;
-    } else if (ch === 34) open = true;
-    else if (ch === 40 || ch === 91 || ch === 123) depth++;
-    else if (ch === 41 || ch === 93 || ch === 125) depth--;
-  }
-  return open || depth > 0;
-}
-
 // One instruction line of the printer: [ROOT ]%name = shape opcode(payload)[, attr=value]*
-function parseInstruction(line) {
+// null when it ends inside a bracket or a string (a value written over several lines),
+// unless `force`.
+function parseInstruction(line, force) {
   var p = 0, root = false;
   if (line.lastIndexOf('ROOT ', 0) === 0) { root = true; p = 5; }
   var eq = line.indexOf(' = ', p);
-  var x = { name: line.slice(p + 1, eq), root: root, line: line, operands: [], called: [],
-            ctrl: [], users: [], attrs: [], attr: Object.create(null), idx: -1 };
   p = eq + 3;
   var depth = 0, i = p, n = line.length;
   for (; i < n; i++) {
@@ -72,22 +65,29 @@ function parseInstruction(line) {
     else if (ch === 41 || ch === 93 || ch === 125) depth--;
     else if (ch === 32 && depth === 0) break;
   }
-  x.shape = line.slice(p, i);
   var open = line.indexOf('(', i + 1);
-  x.op = line.slice(i + 1, open);
   var close = closing(line, open);
-  x.payload = line.slice(open + 1, close);
+  if (close >= n && !force) return null;
+  var attrs = [];
   if (close + 1 < n) {
     var parts = splitTop(line.slice(close + 2));
+    if (splitOpen && !force) return null;
     for (var k = 0; k < parts.length; k++) {
       var e = parts[k].indexOf('=');
-      if (e < 0) continue;
-      var an = parts[k].slice(0, e), av = parts[k].slice(e + 1);
-      x.attrs.push([an, av]);
-      x.attr[an] = av;
+      if (e >= 0) attrs.push([parts[k].slice(0, e), parts[k].slice(e + 1)]);
     }
   }
-  return x;
+  return { name: line.slice((root ? 5 : 0) + 1, eq), root: root, line: line,
+           shape: line.slice(p, i), op: line.slice(i + 1, open),
+           payload: line.slice(open + 1, close), attrs: attrs, operands: [], called: [],
+           ctrl: [], users: [], idx: -1 };
+}
+
+var OPERAND_RE = /%([^,\s]+)/g;
+
+function attrOf(x, name) {
+  for (var k = 0; k < x.attrs.length; k++) if (x.attrs[k][0] === name) return x.attrs[k][1];
+  return undefined;
 }
 
 function refNames(value) {  // %a | {%a, %b} -> ['a', 'b']
@@ -104,8 +104,11 @@ function parseModuleText(text) {
     if (cur && line.lastIndexOf('  ', 0) === 0) {
       // a value written over several lines (a string holding a newline, a backend_config
       // as written) goes on to the line that balances it
-      while (k + 1 < lines.length && unbalanced(line)) line += '\n' + lines[++k];
-      var x = parseInstruction(line.slice(2));
+      var x = parseInstruction(line.slice(2), false);
+      while (!x) {
+        if (k + 1 < lines.length) line += '\n' + lines[++k];
+        x = parseInstruction(line.slice(2), k + 1 >= lines.length);
+      }
       x.comp = cur;
       cur.insts.push(x);
       if (x.root) cur.root = x;
@@ -124,7 +127,7 @@ function parseModuleText(text) {
   return out;
 }
 
-function buildModel(R) {
+function buildModel(R, eager) {  // eager: style every instruction now
   var rules = R.rules, L = rules.limits;
   var opScheme = rules.opcodeScheme, elementwise = new Set(rules.elementwise);
   var skipAttrs = new Set(rules.calledAttrs.concat(['metadata', 'backend_config']));
@@ -144,11 +147,12 @@ function buildModel(R) {
       if (x.op === 'parameter') x.pnum = parseInt(x.payload, 10);
       else if (x.op === 'constant') {
         x.lit = (litsHere && x.name in litsHere) ? litsHere[x.name] : x.payload;
-      } else if (x.payload) {
-        splitTop(x.payload).forEach(function (o) {
-          var y = named.get(o.slice(o.lastIndexOf(' ') + 1).replace(/^%/, ''));
+      } else if (x.payload) {  // "shape %name, shape %name": shapes hold no '%'
+        OPERAND_RE.lastIndex = 0;
+        for (var m; (m = OPERAND_RE.exec(x.payload)) !== null;) {
+          var y = named.get(m[1]);
           if (y) x.operands.push(y);
-        });
+        }
       }
       x.attrs.forEach(function (a) {
         if (calledAttrs.has(a[0])) {
@@ -222,7 +226,7 @@ function buildModel(R) {
       if (params[k].op !== 'parameter' || !facts(params[k].shape).effScalar) return null;
     if (params.length !== 2 || !((a.pnum === 0 && b.pnum === 1) || (a.pnum === 1 && b.pnum === 0)))
       return null;
-    var direction = root.attr.direction || '';
+    var direction = attrOf(root, 'direction') || '';
     if (a.pnum === 1 && root.op === 'compare' && /^(LE|GE|GT|LT)$/.test(direction)) return null;
     if (root.op in rules.trivialBinary) return rules.trivialBinary[root.op];
     if (root.op === 'compare') return rules.compareNames[direction] || null;
@@ -277,7 +281,7 @@ function buildModel(R) {
     }
     return x;
   }
-  function gteIndex(x) { return x.attr.index !== undefined ? parseInt(x.attr.index, 10) : 0; }
+  function gteIndex(x) { return attrOf(x, 'index') !== undefined ? parseInt(attrOf(x, 'index'), 10) : 0; }
 
   function color(x, depth) {
     var paramScheme = facts(x.shape).small ? 'orange' : 'dark_orange';
@@ -296,11 +300,11 @@ function buildModel(R) {
   function nodeTitle(x) {
     if (x.op === 'parameter') return '<b>Parameter ' + x.pnum + '</b>';
     if (x.name.lastIndexOf(x.op, 0) === 0) return '<b>' + esc(x.name) + '</b>';
-    var ext = x.op + (x.op === 'fusion' ? ':' + (x.attr.kind || 'kLoop') : '');
+    var ext = x.op + (x.op === 'fusion' ? ':' + (attrOf(x, 'kind') || 'kLoop') : '');
     return '<b>' + esc(x.name) + '</b><br/>' + esc(ext);
   }
   function tooltip(x) {
-    var md = parseMetadata(x.attr.metadata), lines = [];
+    var md = parseMetadata(attrOf(x, 'metadata')), lines = [];
     if (md.op_name) lines.push(md.op_name);
     if (md.op_type) lines.push('op_type: ' + md.op_type);
     if (md.source_file && (md.source_line || '0') !== '0')
@@ -383,7 +387,7 @@ function buildModel(R) {
     return lines.join('<br/>');
   }
   function fusionCategory(x) {
-    var kind = x.attr.kind || 'kLoop';
+    var kind = attrOf(x, 'kind') || 'kLoop';
     if (kind in rules.fusionCategory) return rules.fusionCategory[kind];
     var body = x.called[0];
     var ew = !!body && body.insts.every(function (i) {
@@ -426,23 +430,14 @@ function buildModel(R) {
   var insts = nodes.map(function (x) {
     var f = facts(x.shape);
     var rec = { n: x.name, op: x.op, s: color(x, 0), txt: x.line, c: x.comp.gc.idx };
-    var parts = [nodeTitle(x), trivialText(x), extraInfo(x, true), inlinedOperands(x)];
-    rec.l = parts.filter(function (s) { return s; }).join('<br/>');
     if (x.op === 'while') rec.sh = 'ellipse';
-    var t = tooltip(x);
-    if (t) rec.t = t;
     var merged = shouldMerge(x), bc = fusedBroadcastOfScalarConstant(x);
     if (merged) rec.m = 1;
     if ((x.op === 'constant' || bc) && !x.root) rec.h = 1;
     if (merged || x.op === 'constant' || bc) rec.ne = 1;
     if (!f.small) rec.b = 1;
     var fused = (x.op === 'fusion' && x.called.length && x.called[0].gc) ? x.called[0].gc.idx : -1;
-    if (fused >= 0) {
-      var extra = extraInfo(x, false);
-      rec.cl = 'Fused expression for <b>' + esc(x.name) + '</b><br/>' + esc(fusionCategory(x)) +
-        (extra ? '<br/>' + extra : '');
-      rec.f = fused;
-    }
+    if (fused >= 0) rec.f = fused;
     if (x.op === 'parameter') rec.p = x.pnum;
     var es = trunc(f.plain, L.maxShapeChars);
     if (es) rec.es = es;
@@ -478,6 +473,25 @@ function buildModel(R) {
   });
   out.comps = comps;
   out.insts = insts;
+  // l (label), t (tooltip) and cl (cluster label) of instruction i, made when first drawn
+  // or shown (a view draws at most a few hundred of the module's instructions)
+  var styled = new Uint8Array(nodes.length);
+  out.style = function (i) {
+    if (styled[i]) return insts[i];
+    styled[i] = 1;
+    var x = nodes[i], rec = insts[i];
+    var parts = [nodeTitle(x), trivialText(x), extraInfo(x, true), inlinedOperands(x)];
+    rec.l = parts.filter(function (s) { return s; }).join('<br/>');
+    var t = tooltip(x);
+    if (t) rec.t = t;
+    if (rec.f !== undefined) {
+      var extra = extraInfo(x, false);
+      rec.cl = 'Fused expression for <b>' + esc(x.name) + '</b><br/>' + esc(fusionCategory(x)) +
+        (extra ? '<br/>' + extra : '');
+    }
+    return rec;
+  };
+  if (eager) for (var i = 0; i < insts.length; i++) out.style(i);
   return out;
 }
 
