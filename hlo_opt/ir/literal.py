@@ -182,7 +182,9 @@ def _skeleton(dims, d: int = 0) -> str:
 def _skeleton_length(dims, limit: int) -> int:
     """len(_skeleton(dims)), or ``limit + 1`` as soon as it passes ``limit`` (a skeleton
     is as long as the element count: never built for a text that cannot match it)."""
-    length = 0
+    if 0 in dims:  # an empty level is "{}" whatever it holds
+        dims = dims[:list(dims).index(0) + 1]
+    length = 0  # grows level by level from here (no empty level left above the first)
     for d in reversed(dims):
         length = 2 + d * length + max(d - 1, 0) if length else (2 + max(d - 1, 0))
         if length > limit:

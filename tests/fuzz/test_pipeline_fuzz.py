@@ -85,7 +85,8 @@ def test_error_messages_are_bounded_and_located():
         assert "case.hlo:" in message and "\x1b" not in message and "\x07" not in message
 
 
-@pytest.mark.parametrize("dims", ["24,2048,2048,3,0", "24,2048,2048,3,0,4096", "0,5,7"])
+@pytest.mark.parametrize("dims", ["24,2048,2048,3,0", "24,2048,2048,3,0,4096", "0,5,7",
+                                  "24,0,2048,3,4096"])
 def test_a_constant_of_300_million_empty_rows_prints_at_once(dims):
     """zero-sized-hlo-elimination made it; printing nested one {} per empty row."""
     text = (f"bcast {{\n one = bf16[] constant(1)\n ROOT b = bf16[{dims}] "
