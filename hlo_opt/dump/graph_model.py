@@ -4,8 +4,10 @@
 instruction's HTML-like label (constants, get-tuple-elements and constant-bound fusion
 parameters inlined into their users, trivial called computations summarised), XLA's
 Material colour scheme, node shape, metadata tooltip, arrowhead weight and the shape
-printed on its out-edges.  ``dot.py`` serializes it as DOT; ``html.py`` ships it to the
-browser, which builds the DOT of whatever view the user asks for.
+printed on its out-edges.  ``dot.py`` serializes it as DOT.  HTML pages make the same
+decisions in the browser (``assets/hlo_model.js``, from the module's text and the tables
+here; tests/dump/test_html_model.py keeps the two equal), which builds the DOT of
+whatever view the user asks for.
 """
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..ir.attributes import COMPACT_ATTRS
 from ..ir.computation import Computation
 from ..ir.instruction import Instruction
 from ..ir.module import HloModule
@@ -223,9 +224,7 @@ class GraphComputation:
 class GraphModel:
     """Per-instruction drawing decisions for a whole module (linear in its size)."""
 
-    def __init__(self, module: HloModule, include_fused: bool = True, style: bool = True):
-        """``style=False`` leaves the per-node decisions to :meth:`style_node`
-        (callers that reuse them across modules, keyed by :meth:`computation_keys`)."""
+    def __init__(self, module: HloModule, include_fused: bool = True):
         self.module = module
         self.include_fused = include_fused
         self.comps: list[GraphComputation] = []
@@ -252,91 +251,10 @@ class GraphModel:
             if gc.comp in fusion_callers:
                 gc.fusion = self.node_of[fusion_callers[gc.comp]].idx \
                     if fusion_callers[gc.comp] in self.node_of else -1
-        if style:
-            for node in self.nodes:
-                self._decide_merging(node)
-            for node in self.nodes:
-                self._style(node)
-
-    def computation_keys(self, text_of) -> dict[int, tuple]:
-        """Per computation (index into ``comps``), a key equal between two modules exactly
-        when every index-free drawing decision of its nodes (label, scheme, shape,
-        tooltip, merged/hidden/edge_source, small, cluster label) is the same.
-
-        ``text_of(inst)`` is the instruction's full text (name, shape with layout, opcode,
-        operands, attributes, metadata, ROOT).  Besides its own instructions' texts a
-        node's drawing reads: the computation's kind; the computations it calls (fusion
-        category, trivial sub-computations, async-wrapped roots), keyed recursively; for a
-        fused computation, its fusion's operands (inlined constants, tuple-elements); for a
-        computation called by one ``call``, the producers its parameters name."""
-        memo: dict[Computation, tuple] = {}
-        self._key_context: dict[int, tuple] = {}
-
-        def content(comp: Computation, depth: int = 0) -> tuple:
-            hit = memo.get(comp)
-            if hit is not None:
-                return hit
-            gc = self.comp_of.get(comp)
-            insts = [self.nodes[i].inst for i in gc.nodes] if gc is not None \
-                else comp.post_order()
-            called: list = []
-            for inst in insts:
-                for c in inst.called:
-                    # absurdly deep call chains: a key equal to no other (never reused)
-                    called.append(content(c, depth + 1) if depth < 64 else object())
-            # the printer drops spaces in compact attributes; labels show them as written
-            spaced = tuple((n, raw) for i in insts if i.attrs for n, raw in i.attrs.items()
-                           if n in COMPACT_ATTRS and " " in raw)
-            key = (comp.name, tuple(text_of(i) for i in insts), spaced, tuple(called))
-            memo[comp] = key
-            return key
-
-        keys: dict[int, tuple] = {}
-        for gc in self.comps:
-            comp = gc.comp
-            context: tuple = ()
-            fusion = self._fusion_callers.get(comp)
-            if fusion is not None:
-                context = tuple(op.to_text(large_constants=False) for op in fusion.operands)
-            else:
-                callers = self._callers.get(comp, [])
-                if len(callers) == 1 and callers[0].opcode == "call":
-                    context = tuple(
-                        (p.name, p.parent is self.module.entry,
-                         p.parent.name if p.parent is not None else None)
-                        for p in map(_interesting_producer, callers[0].operands))
-            ctx = (self.include_fused, gc.kind, gc.trivial, context)
-            self._key_context[gc.idx] = ctx
-            keys[gc.idx] = (ctx, content(comp))
-        self._content = memo
-        return keys
-
-    def node_key(self, node: GraphNode, text_of) -> tuple | None:
-        """After :meth:`computation_keys`: a key equal between two modules exactly when the
-        node's index-free drawing decisions are the same (None: not keyed).  Beyond its
-        computation's context and its own text, a node's drawing reads its operands
-        (inlined constants, tuple-elements, broadcasts of constants, merged parameters:
-        their users), its users when it is a parameter, and the computations it calls."""
-        inst = node.inst
-        if inst.opcode.startswith("async"):  # draws the wrapped root, found by a walk
-            return None
-        ops: list = []
-        for o in inst.operands:
-            ops.append(text_of(o))
-            if o.opcode == "broadcast":
-                ops.append(tuple(text_of(x) for x in o.operands))
-            elif o.opcode == "parameter":
-                ops.append(tuple(u.opcode for u in o.users))
-        users = tuple(u.opcode for u in inst.users) if inst.opcode == "parameter" else ()
-        spaced = tuple((n, raw) for n, raw in inst.attrs.items()
-                       if n in COMPACT_ATTRS and " " in raw) if inst.attrs else ()
-        called = tuple(self._content[c] for c in inst.called)
-        return (self._key_context[node.comp], text_of(inst), spaced, tuple(ops), users,
-                called)
-
-    def style_node(self, node: GraphNode) -> None:
-        self._decide_merging(node)
-        self._style(node)
+        for node in self.nodes:
+            self._decide_merging(node)
+        for node in self.nodes:
+            self._style(node)
 
     # ---- construction -----------------------------------------------------------------
     def _add_computation(self, comp: Computation) -> None:

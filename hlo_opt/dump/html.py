@@ -1,9 +1,12 @@
 """Offline HTML pages for HLO modules: graph (Graphviz compiled to WASM) beside the text.
 
 The page needs no network: the vendored ``@viz-js/viz`` build (assets/viz-global.js)
-lays out DOT in the browser, lazily, one view at a time.  Python ships the drawing
-model of :class:`hlo_opt.dump.graph_model.GraphModel` as JSON (gzip+base64 when large)
-and the page's script (assets/hlo_graph.js) turns the selected view into DOT: a
+lays out DOT in the browser, lazily, one view at a time.  Python ships the module's
+text as the printer writes it and the drawing rules of
+:mod:`hlo_opt.dump.graph_model` as JSON (gzip+base64 when large), so that a page costs
+about what a text dump costs; assets/hlo_model.js builds the drawing model from them as
+:class:`~hlo_opt.dump.graph_model.GraphModel` does, and assets/hlo_graph.js turns the
+selected view into DOT: a
 computation with its fusions collapsed or expanded, parameters cloned per use (long
 edges make layered layouts explode), at most ``VIEW_NODE_CAP`` nodes.
 
@@ -19,30 +22,29 @@ import base64
 import gzip
 import json
 import os
-from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 
 from ..fileutil import write_atomic
-from ..ir.computation import Computation
 from ..ir.module import HloModule
 from .dot import FUSION_CLUSTER_STYLE, GRAPH_DEFAULTS
-from .graph_model import SCHEMES, GraphModel
+from .graph_model import MAX_LITERAL_ELEMENTS, SCHEMES
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 SHARED_ASSETS_DIR = "hlo_opt_assets"
 VIZ_JS = "viz-global.js"
 APP_JS = "hlo_graph.js"
+MODEL_JS = "hlo_model.js"
 APP_CSS = "hlo_graph.css"
 NOTICES = "THIRD_PARTY_NOTICES.txt"
 LICENSE_FILES = ("LICENSE-graphviz-EPL-1.0.txt", "LICENSE-viz-js-MIT.txt",
                  "LICENSE-expat-MIT.txt")
-SHARED_FILES = (VIZ_JS, APP_JS, APP_CSS, NOTICES) + LICENSE_FILES
+SHARED_FILES = (VIZ_JS, MODEL_JS, APP_JS, APP_CSS, NOTICES) + LICENSE_FILES
 
 VIEW_NODE_CAP = 500            # nodes per laid-out view; beyond: neighbourhood views
 NEIGHBOURHOOD_NODES = 200      # a neighbourhood view grows by radius up to this many nodes
 COMPRESS_ABOVE = 256 * 1024    # JSON payloads larger than this are gzip+base64 encoded
-DATA_VERSION = 1
+DATA_VERSION = 2
 
 # Only local resources ('self' and file: for the shared assets of a page opened from disk;
 # some browsers do not count file: URLs as 'self'); WebAssembly compilation needs
@@ -77,9 +79,10 @@ _SENTINEL_JS = """(function () {
 
 # After the shared scripts: a page copied away from its hlo_opt_assets/ says so.
 _MISSING_ASSETS_JS = """(function () {
-  if (window.hloPage && typeof Viz !== 'undefined') return;
+  if (window.hloPage && window.hloBuildModel && typeof Viz !== 'undefined') return;
   var missing = [];
   if (typeof Viz === 'undefined') missing.push('viz-global.js');
+  if (!window.hloBuildModel) missing.push('hlo_model.js');
   if (!window.hloPage) missing.push('hlo_graph.js');
   var el = document.getElementById('graph-message');
   var text = 'This page could not load ' + missing.join(' and ') + ' from ' + {dir} +
@@ -112,168 +115,79 @@ def asset_bytes(name: str) -> bytes:
 
 
 # ---- data ---------------------------------------------------------------------------------
-def computation_header(comp: Computation) -> str:
-    """The first line of a computation as the printer writes it."""
-    params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
-                       for p in comp.parameters if p is not None)
-    root = comp.root.shape.to_text(layout=False) if comp.root is not None else "()"
-    head = ("ENTRY " if comp.is_entry else "") + f"%{comp.name} ({params}) -> {root}"
-    if comp.execution_thread is not None:
-        head += f", execution_thread=\"{comp.execution_thread}\""
-    return head + " {"
-
-
-# Index-free node records of recently drawn computations, as JSON object bodies (plain
-# strings: no garbage-collector traffic), keyed by GraphModel.computation_keys: a dump of
-# every pass re-draws and re-encodes only the computations the pass changed.
-_FRAGMENTS: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
-FRAGMENT_CACHE_NODES = 200_000  # nodes kept (least recently used computations go first)
-_fragment_nodes = 0
-# The same per node (GraphModel.node_key), for the computations a pass did change.
-_NODES: OrderedDict[tuple, str] = OrderedDict()
-
-
-def clear_fragment_cache() -> None:
-    global _fragment_nodes
-    _FRAGMENTS.clear()
-    _NODES.clear()
-    _fragment_nodes = 0
-
-
 def _dumps(value) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _static_record(model: GraphModel, node, txt: str) -> str:
-    """A node's record without indices into the page's node/computation lists, as the
-    body of a JSON object (no braces)."""
-    inst = node.inst
-    rec = {"n": inst.name, "op": inst.opcode, "l": node.label, "s": node.scheme,
-           "txt": txt}
-    if node.node_shape != "rect":
-        rec["sh"] = node.node_shape
-    if node.tooltip:
-        rec["t"] = node.tooltip
-    if node.merged:
-        rec["m"] = 1
-    if node.hidden:
-        rec["h"] = 1
-    if not node.edge_source:
-        rec["ne"] = 1
-    if not node.small:
-        rec["b"] = 1
-    if node.fused >= 0:
-        rec["cl"] = node.cluster_label
-    if inst.opcode == "parameter":
-        rec["p"] = inst.parameter_number
-    shape_text = model.edge_shape_text(inst)
-    if shape_text:
-        rec["es"] = shape_text
-    return _dumps(rec)[1:-1]
+@lru_cache(maxsize=None)
+def _rules_json() -> str:
+    """The drawing rules of graph_model.py that hlo_model.js applies (one definition)."""
+    from ..ir.opcodes import CALLED_COMPUTATION_ATTRS, ELEMENTWISE
+    from . import graph_model as g
+    return _dumps({
+        "opcodeScheme": g.OPCODE_SCHEME, "elementwise": sorted(ELEMENTWISE),
+        "calledAttrs": list(CALLED_COMPUTATION_ATTRS), "trivialBinary": g._TRIVIAL_BINARY,
+        "compareNames": g._COMPARE_NAMES, "fusionCategory": g._FUSION_CATEGORY,
+        "truncatedAttrs": list(g._TRUNCATED_ATTRS),
+        "limits": {"smallElements": g.SMALL_ELEMENTS,
+                   "maxLiteralElements": g.MAX_LITERAL_ELEMENTS,
+                   "maxLiteralChars": g.MAX_LITERAL_CHARS, "maxShapeChars": g.MAX_SHAPE_CHARS,
+                   "maxAttrChars": g.MAX_ATTR_CHARS,
+                   "maxOperandsShown": g.MAX_OPERANDS_SHOWN}})
 
 
-def _remember(key: tuple, recs: tuple[str, ...]) -> None:
-    global _fragment_nodes
-    _FRAGMENTS[key] = recs
-    _fragment_nodes += len(recs)
-    while _fragment_nodes > FRAGMENT_CACHE_NODES and len(_FRAGMENTS) > 1:
-        _, old = _FRAGMENTS.popitem(last=False)
-        _fragment_nodes -= len(old)
+@lru_cache(maxsize=None)
+def _static_head_json() -> str:
+    return _dumps({"v": DATA_VERSION, "cap": VIEW_NODE_CAP, "neighbourhood": NEIGHBOURHOOD_NODES,
+                   "schemes": SCHEMES, "graphDefaults": GRAPH_DEFAULTS,
+                   "clusterStyle": FUSION_CLUSTER_STYLE})[1:-1]
 
 
-def _ints(values: list[int]) -> str:
-    return "[" + ",".join(map(str, values)) + "]"
+def module_body(module: HloModule) -> tuple[str, str]:
+    """What every page of ``module`` ships (shared by its full and top-level pages): the
+    computations as the printer writes them (large constants elided), and as JSON the
+    literal text of small constants whose payload spells it otherwise (None: not
+    printable), per computation and instruction name."""
+    texts = []
+    lits: dict[str, dict[str, str | None]] = {}
+    for comp in module.computation_post_order():
+        texts.append(comp.to_text(operand_shapes=True, print_metadata=True,
+                                  large_constants=False))
+        for inst in comp.instructions:
+            if inst.opcode == "constant":
+                text = _small_literal_text(inst)
+                if text != inst.payload:
+                    lits.setdefault(comp.name, {})[inst.name] = text
+    return "\n".join(texts), _dumps(lits)
 
 
-def graph_json(module: HloModule, title: str, top_level: bool = False) -> str:
-    """The JSON model the page's script reads (field names documented in hlo_graph.js),
-    as compact JSON text."""
-    model = GraphModel(module, include_fused=not top_level, style=False)
-    texts: dict = {}
+def _small_literal_text(inst) -> str | None:
+    """graph_model's inline text of a constant, where it may be inlined (else the payload)."""
+    shape = inst.shape
+    if not shape.is_array() or shape.num_elements() > MAX_LITERAL_ELEMENTS:
+        return inst.payload
+    try:
+        literal = inst.literal
+        return None if literal.elided else literal.to_text()
+    except Exception:  # an unparsable payload: the page falls back to the name
+        return None
 
-    def text_of(inst):
-        t = texts.get(inst)
-        if t is None:
-            t = texts[inst] = inst.to_text(large_constants=False)
-        return t
 
-    keys = model.computation_keys(text_of)
-    static: list = [None] * len(model.nodes)
-    nodes = model.nodes
-    for gc in model.comps:
-        key = keys[gc.idx]
-        recs = _FRAGMENTS.get(key)
-        if recs is not None and len(recs) == len(gc.nodes):
-            _FRAGMENTS.move_to_end(key)
-        else:  # a changed computation: most of its instructions are not
-            out = []
-            for i in gc.nodes:
-                node = nodes[i]
-                nkey = model.node_key(node, text_of)
-                rec = _NODES.get(nkey) if nkey is not None else None
-                if rec is None:
-                    model.style_node(node)
-                    rec = _static_record(model, node, text_of(node.inst))
-                    if nkey is not None:
-                        _NODES[nkey] = rec
-                else:
-                    _NODES.move_to_end(nkey)
-                out.append(rec)
-            while len(_NODES) > FRAGMENT_CACHE_NODES:
-                _NODES.popitem(last=False)
-            recs = tuple(out)
-            _remember(key, recs)
-        for i, rec in zip(gc.nodes, recs):
-            static[i] = rec
-    callers: dict[int, list[int]] = {}
-    parts = []
-    node_of = model.node_of
-    for node in nodes:
-        inst = node.inst
-        idx = node.idx
-        part = [static[idx], ',"c":', str(node.comp), ',"o":',
-                _ints([node_of[o].idx for o in inst.operands if o in node_of])]
-        if node.dot_id != inst.name:
-            part += [',"d":', _dumps(node.dot_id)]
-        if inst.control_predecessors:
-            part += [',"k":', _ints([node_of[p].idx for p in inst.control_predecessors
-                                     if p in node_of])]
-        fused = model.fused_index(inst)
-        if fused >= 0:
-            part += [',"f":', str(fused)]
-        callees = model.callees(inst)
-        if callees:
-            part += [',"cs":', _ints(callees)]
-            for c in callees:
-                callers.setdefault(c, []).append(idx)
-        parts.append("{" + "".join(part) + "}")
-    comps = []
-    for gc in model.comps:
-        rec = {"n": gc.comp.name, "k": gc.kind, "r": gc.root, "i": gc.nodes,
-               "h": computation_header(gc.comp)}
-        if gc.fusion >= 0:
-            rec["f"] = gc.fusion
-        if gc.idx in callers:
-            rec["ca"] = callers[gc.idx]
-        if gc.trivial:
-            rec["tr"] = gc.trivial
-        comps.append(rec)
-    head = _dumps({"v": DATA_VERSION, "module": module.name, "title": title,
-                   "topLevel": top_level, "cap": VIEW_NODE_CAP,
-                   "neighbourhood": NEIGHBOURHOOD_NODES, "schemes": SCHEMES,
-                   "graphDefaults": GRAPH_DEFAULTS, "clusterStyle": FUSION_CLUSTER_STYLE,
-                   "comps": comps, "instructionCount": module.instruction_count()})
-    return head[:-1] + ',"insts":[' + ",".join(parts) + "]}"
+def graph_json(module: HloModule, title: str, top_level: bool = False,
+               body: tuple[str, str] | None = None) -> str:
+    """The page's data as compact JSON text: the module's text (:func:`module_body`), the
+    drawing rules and the view settings; hlo_model.js builds the model from them."""
+    text, lits = body if body is not None else module_body(module)
+    return ("{" + _static_head_json() + ',"module":' + _dumps(module.name) + ',"title":'
+            + _dumps(title) + ',"topLevel":' + ("true" if top_level else "false")
+            + ',"instructionCount":' + str(module.instruction_count())
+            + ',"rules":' + _rules_json() + ',"lits":' + lits + ',"text":' + _dumps(text)
+            + "}")
 
 
 def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
     """:func:`graph_json` as Python objects."""
     return json.loads(graph_json(module, title, top_level))
-
-
-def encode_data(data: dict) -> tuple[str, str]:
-    """(encoding, text) for the <script type="application/json"> element."""
-    return encode_json(_dumps(data))
 
 
 def encode_json(raw: str) -> tuple[str, str]:
@@ -331,9 +245,11 @@ computation &middot; wheel: zoom &middot; drag: pan &middot; {licenses}</footer>
 
 
 def module_to_html(module: HloModule, title: str, asset_dir_href: str | None = None,
-                   top_level: bool = False) -> str:
-    """One HTML page for ``module``; self-contained when ``asset_dir_href`` is None."""
-    encoding, payload = encode_json(graph_json(module, title, top_level))
+                   top_level: bool = False, prepared: tuple[str, str] | None = None) -> str:
+    """One HTML page for ``module``; self-contained when ``asset_dir_href`` is None.
+    ``prepared``: :func:`module_body` of ``module`` when the caller made it already (a
+    dump's full and top-level pages share it)."""
+    encoding, payload = encode_json(graph_json(module, title, top_level, prepared))
     head = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -357,10 +273,12 @@ def module_to_html(module: HloModule, title: str, asset_dir_href: str | None = N
             f'data-encoding="{encoding}">{payload}</script>']
     if asset_dir_href is None:
         body.append(f"<script>{asset_text(VIZ_JS)}</script>")
+        body.append(f"<script>{asset_text(MODEL_JS)}</script>")
         body.append(f"<script>{asset_text(APP_JS)}</script>")
     else:
         base = _escape_html(asset_dir_href.rstrip("/"))
         body.append(f'<script src="{base}/{VIZ_JS}"></script>')
+        body.append(f'<script src="{base}/{MODEL_JS}"></script>')
         body.append(f'<script src="{base}/{APP_JS}"></script>')
         body.append("<script>" + _MISSING_ASSETS_JS.replace("{dir}", _js_string(
             asset_dir_href.rstrip("/"))) + "</script>")

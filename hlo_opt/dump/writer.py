@@ -288,16 +288,17 @@ class ModuleDumper:
         from . import html
         href = self.directory.assets_href()
         files = []
+        prepared = html.module_body(module)  # the module's text: one print for both pages
         path = self.directory.write_text(
             filename + ".html", html.module_to_html(module, title=filename,
-                                                    asset_dir_href=href))
+                                                    asset_dir_href=href, prepared=prepared))
         if path:
             files.append(path)
         if AFTER_OPTIMIZATIONS in filename:  # XLA: fusion bodies hidden, big modules stay usable
             path = self.directory.write_text(
                 filename + ".top_level.html",
                 html.module_to_html(module, title=filename, asset_dir_href=href,
-                                    top_level=True))
+                                    top_level=True, prepared=prepared))
             if path:
                 files.append(path)
         return files

@@ -179,6 +179,19 @@ def _skeleton(dims, d: int = 0) -> str:
     return "{" + ",".join([_skeleton(dims, d + 1)] * dims[d]) + "}"
 
 
+def _skeleton_length(dims, limit: int) -> int:
+    """len(_skeleton(dims)), or ``limit + 1`` as soon as it passes ``limit`` (a skeleton
+    is as long as the element count: never built for a text that cannot match it)."""
+    if 0 in dims:  # an empty level is "{}" whatever it holds
+        dims = dims[:list(dims).index(0) + 1]
+    length = 0  # grows level by level from here (no empty level left above the first)
+    for d in reversed(dims):
+        length = 2 + d * length + max(d - 1, 0) if length else (2 + max(d - 1, 0))
+        if length > limit:
+            return limit + 1
+    return length
+
+
 def _check_nesting(body: str, shape: Shape) -> None:
     """XLA's dense literal syntax: one brace level per dimension, each level as long as
     its dimension (``{{1,2},{3,4}}`` for [2,2]); a scalar has no braces."""
@@ -193,7 +206,7 @@ def _check_nesting(body: str, shape: Shape) -> None:
         return
     if got == "{}" and 0 in dims:
         return  # an empty array: the printer's one-brace form (a full skeleton can be huge)
-    if got != _skeleton(dims):
+    if _skeleton_length(dims, len(got)) != len(got) or got != _skeleton(dims):
         raise LiteralSyntaxError(f"literal's nesting does not match shape "
                                  f"{shape.to_text(False)} (expected {len(dims)} level(s) of "
                                  f"braces of sizes {list(dims)})")

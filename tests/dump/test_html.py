@@ -19,6 +19,7 @@ from hlo_opt.dump import html as html_mod
 from hlo_opt.dump.html import (ASSETS, SHARED_ASSETS_DIR, SHARED_FILES, asset_bytes, module_to_html,
                                write_shared_assets)
 from tests.conftest import SAMPLES, corpus_files, require_corpus, sample_files
+from tests.dump.reference_model import reference_model
 
 # A resource load from a remote URL in any of the forms an HTML page can make one.
 REMOTE_LOAD = re.compile(
@@ -93,6 +94,7 @@ def test_self_contained_page_inlines_every_script(mobilenet):
     assert not re.search(r"<(?:script|link|img|iframe)[^>]*\b(?:src|href)=", page)
     assert html_mod.asset_text(html_mod.VIZ_JS) in page  # Graphviz, unmodified
     assert html_mod.asset_text(html_mod.APP_JS) in page
+    assert html_mod.asset_text(html_mod.MODEL_JS) in page
     assert "Content-Security-Policy" in page and "'wasm-unsafe-eval'" in page
     assert "connect-src 'none'" in page
     assert "Eclipse Public License - v 1.0" in page  # the licence travels with the page
@@ -104,7 +106,7 @@ def test_shared_asset_page_links_relative_assets_and_stays_small(mobilenet, tmp_
     assert href == SHARED_ASSETS_DIR
     page = module_to_html(mobilenet, "mobilenet", asset_dir_href=href)
     srcs = re.findall(r'<script src="([^"]+)"', page)
-    assert srcs == [f"{href}/viz-global.js", f"{href}/hlo_graph.js"]
+    assert srcs == [f"{href}/viz-global.js", f"{href}/hlo_model.js", f"{href}/hlo_graph.js"]
     assert re.search(rf'<link rel="stylesheet" href="{href}/hlo_graph.css">', page)
     for src in srcs:
         assert (tmp_path / src).is_file()
@@ -138,19 +140,22 @@ def test_licence_notices_ship_with_the_vendored_graphviz():
     assert "Viz.js 3.31.0" in head and "Graphviz" in head
 
 
-def test_embedded_model_describes_every_instruction(mobilenet):
+def test_embedded_data_is_the_module_text_and_the_drawing_rules(mobilenet):
     data = page_data(module_to_html(mobilenet, "mobilenet"))
-    names = {i["n"] for i in data["insts"]}
-    assert names == {inst.name for inst in mobilenet.instructions()}
-    entry = next(c for c in data["comps"] if c["k"] == "entry")
-    assert entry["n"] == mobilenet.entry.name
-    assert data["cap"] == html_mod.VIEW_NODE_CAP
-    by_name = {i["n"]: i for i in data["insts"]}
+    assert data["v"] == html_mod.DATA_VERSION and data["cap"] == html_mod.VIEW_NODE_CAP
+    assert data["module"] == mobilenet.name and data["topLevel"] is False
+    assert data["instructionCount"] == mobilenet.instruction_count()
+    lines = data["text"].split("\n")
+    for inst in mobilenet.instructions():  # every instruction, as the printer writes it
+        assert "  " + inst.to_text(large_constants=False) in lines
+    assert data["rules"]["opcodeScheme"]["convolution"] == "dark_blue"
+    # what the page builds from it (hlo_model.js; tests/dump/test_html_model.py: equal)
+    model = reference_model(mobilenet)
+    by_name = {i["n"]: i for i in model["insts"]}
     conv = by_name["convolution.36"]
     assert conv["s"] == "dark_blue" and "Conv2D" in conv["t"]
-    assert [data["insts"][o]["n"] for o in conv["o"]] == ["reshape.29", "arg27.28"]
+    assert [model["insts"][o]["n"] for o in conv["o"]] == ["reshape.29", "arg27.28"]
     assert by_name["constant.80"].get("h") == 1  # inlined into its user
-    assert "%convolution.36 = f32[1,112,112,32]" in conv["txt"]
 
 
 def test_top_level_page_leaves_fusion_bodies_out():
@@ -158,9 +163,10 @@ def test_top_level_page_leaves_fusion_bodies_out():
     path = next(p for p in corpus_files() if p.name.endswith("gpu__tests__kernel_reuse.hlo"))
     module = _load(path)
     full, top = (page_data(module_to_html(module, "k", top_level=t)) for t in (False, True))
+    assert top["topLevel"] is True and full["text"] == top["text"]
+    full, top = reference_model(module), reference_model(module, top_level=True)
     assert [c for c in full["comps"] if c["k"] == "fusion"]
     assert not [c for c in top["comps"] if c["k"] == "fusion"]
-    assert top["topLevel"] is True
     assert not any("f" in i for i in top["insts"])
 
 
@@ -184,7 +190,8 @@ ENTRY %e (p: f32[2]) -> f32[2] {
     assert "<script>alert(1)" not in page
     assert "<title>&lt;/title&gt;&lt;b&gt;x</title>" in page
     data = page_data(page)
-    assert data["insts"][-1]["t"] == "</script><script>alert(1)</script>"
+    assert 'op_name="</script><script>alert(1)</script>"' in data["text"]
+    assert reference_model(module)["insts"][-1]["t"] == "</script><script>alert(1)</script>"
 
 
 def test_pages_for_a_3000_instruction_module_stay_a_few_mb(tmp_path):
@@ -195,7 +202,7 @@ def test_pages_for_a_3000_instruction_module_stay_a_few_mb(tmp_path):
     shared = module_to_html(module, "bench", write_shared_assets(str(tmp_path)))
     assert len(self_contained.encode()) < 3_000_000
     assert len(shared.encode()) < 1_000_000
-    assert len(page_data(shared)["insts"]) == module.instruction_count()
+    assert page_data(shared)["instructionCount"] == module.instruction_count()
 
 
 def _benchmark_module():
@@ -209,8 +216,9 @@ def _benchmark_module():
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
 def test_page_script_is_valid_javascript():
-    r = subprocess.run(["node", "--check", str(ASSETS / "hlo_graph.js")], capture_output=True)
-    assert r.returncode == 0, r.stderr.decode()
+    for name in ("hlo_graph.js", "hlo_model.js"):
+        r = subprocess.run(["node", "--check", str(ASSETS / name)], capture_output=True)
+        assert r.returncode == 0, r.stderr.decode()
 
 
 # ---- hlo-opt html -------------------------------------------------------------------------

@@ -85,6 +85,23 @@ def test_corpus_fusion_module_renders_with_fusion_clusters(browser, tmp_path, mo
     assert r.evaluated == {"clusters": 3, "fusionNodes": 0}
 
 
+@pytest.mark.parametrize("top_level", [False, True])
+def test_the_page_builds_the_model_graph_model_decides(browser, tmp_path, top_level):
+    """hlo_model.js in the browser, from the text the page ships (node checks the same on
+    every sample and corpus module: test_html_model.py)."""
+    from tests.dump.reference_model import reference_model
+    module = parse_hlo_modules(_kernel_reuse_module().to_text(), "round-trip")[0]
+    pages = _write_pages(module, tmp_path, "model", top_level=top_level)
+    r = browser.load(pages["shared_assets"].as_uri(), evaluate="""(() => {
+        const d = hloPage.data();
+        for (let i = 0; i < d.insts.length; i++) d.style(i);  // labels are made on demand
+        return JSON.stringify({comps: d.comps, insts: d.insts});
+    })()""")
+    _assert_rendered_offline(r)
+    import json
+    assert json.loads(r.evaluated) == reference_model(module, top_level)
+
+
 def test_top_level_page_draws_fusions_as_nodes(browser, tmp_path):
     module = _kernel_reuse_module()
     pages = _write_pages(module, tmp_path, "kernel_reuse_top", top_level=True)

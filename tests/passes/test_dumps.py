@@ -230,7 +230,11 @@ def fake_renderers(monkeypatch):
     calls = {"html": [], "assets": [], "dot": []}
     html = types.ModuleType("hlo_opt.dump.html")
 
-    def module_to_html(module, title, asset_dir_href=None, top_level=False):
+    def module_body(module):
+        return module.name, "{}"
+
+    def module_to_html(module, title, asset_dir_href=None, top_level=False, prepared=None):
+        assert prepared == module_body(module)  # made once, shared by both pages
         calls["html"].append((module.name, title, asset_dir_href, top_level))
         return f"<html>{title}{' top' if top_level else ''}</html>"
 
@@ -238,6 +242,7 @@ def fake_renderers(monkeypatch):
         calls["assets"].append(dump_dir)
         return "hlo_opt_assets"
 
+    html.module_body = module_body
     html.module_to_html = module_to_html
     html.write_shared_assets = write_shared_assets
     dot = types.ModuleType("hlo_opt.dump.dot")

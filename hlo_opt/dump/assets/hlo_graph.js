@@ -2,7 +2,8 @@
  * one view at a time, with no network access.
  *
  * The data element (#hlo-graph-data, JSON or gzip+base64) is written by
- * hlo_opt/dump/html.py graph_data():
+ * hlo_opt/dump/html.py graph_json(): the module's text and the drawing rules, from which
+ * hlo_model.js (hloBuildModel) builds this model:
  *   comps[c]: n name, k kind (entry|fusion|called|trivial|unused), r root instruction,
  *             i instructions in post order, h header line, f fusion instruction calling it,
  *             ca non-fusion callers, tr trivial-computation name ("add", ...)
@@ -12,7 +13,8 @@
  *             here, b big (filled arrowhead), f fused computation, cl cluster label,
  *             p parameter number, es shape text for out-edges, txt HLO text line,
  *             cs called (non-fusion, non-trivial) computations, d DOT node id when it
- *             is not the name (two computations using one name)
+ *             is not the name (two computations using one name); l, t and cl are made
+ *             on demand: read them through styled(i)
  * The DOT written here matches hlo_opt/dump/dot.py (node_attrs / edge_attrs); only
  * view selection (collapsed or expanded fusions, parameters cloned per use, the
  * neighbourhood cap) is decided here.
@@ -123,6 +125,9 @@
   }
 
   function nid(i) { return insts[i].d || insts[i].n; }
+
+  // insts[i] with its label, tooltip and cluster label (hlo_model.js makes them on demand)
+  function styled(i) { return D.style ? D.style(i) : insts[i]; }
 
   function isFusionWithBody(i) { return insts[i].f !== undefined; }
 
@@ -320,7 +325,7 @@
              '</b>>;\nlabelloc = t;\ntooltip = " ";\n' + D.graphDefaults + '\n');
 
     function nodeStmt(i, id, extraClass, domId) {
-      var x = insts[i];
+      var x = styled(i);
       var st = D.schemes[schemeOf(i)];
       plain.nodes.push({ id: id, dom: domId, cls: 'i' + i + extraClass, name: x.n, op: x.op,
                          fill: st[1], stroke: st[2], color: st[3] });
@@ -334,7 +339,7 @@
       for (var k = 0; k < list.length; k++) {
         var it = list[k];
         if (it.cluster !== undefined) {
-          var f = it.cluster, fx = insts[f];
+          var f = it.cluster, fx = styled(f);
           out.push('subgraph ' + q('cluster_' + comps[fx.f].n) + ' {\n' + D.clusterStyle +
                    '; id="f' + f + '"; class="i' + f + ' fusion-cluster";\nlabel = <' +
                    fx.cl + '>;\nlabelloc = t;\ntooltip = " ";\n');
@@ -826,7 +831,7 @@
   }
 
   function renderDetails(i) {
-    var x = insts[i];
+    var x = styled(i);
     var parts = ['<div class="d-name">' + esc(x.n) + ' <span class="d-op">' + esc(x.op) +
                  '</span> <span class="d-comp">in ' + esc(comps[x.c].n) + '</span></div>'];
     if (x.t) parts.push('<div class="d-meta">' + esc(x.t).replace(/\n/g, '<br>') + '</div>');
@@ -1088,7 +1093,9 @@
     startWorker();
     loadData().then(function (data) {
       markTime('data');
-      D = data;
+      // the page ships the module's text; hlo_model.js builds the drawing model from it
+      D = data.text !== undefined ? window.hloBuildModel(data) : data;
+      markTime('model');
       index();
       $('title').textContent = D.title || D.module;
       buildSelector();
