@@ -114,25 +114,4 @@ for _op in ("all-reduce", "reduce-scatter"):
       f"{_op}(broadcast(C)) => broadcast(C), or broadcast(C * group size) for a sum",
       exact=False)(_collective_reduce_bcast_const)
 
-# ---- all-reduce -----------------------------------------------------------------------------
-def _plain_all_reduce(inst) -> bool:
-    return len(inst.operands) == 1 and not inst.shape.is_tuple()
-
-
-@r(P("all-reduce", P("broadcast", X("a"), name="bc"), pred=_plain_all_reduce),
-   "all-reduce(broadcast(A)) => broadcast(all-reduce(A))")
-def _all_reduce_of_broadcast(ctx, a, bc):
-    """Reducing across devices commutes with a broadcast (elementwise on both sides):
-    reduce the smaller operand."""
-    ar = ctx.inst
-    if bc.user_count != 1 or a.shape.num_elements() >= bc.shape.num_elements() or \
-            ar.control_successors or ar.control_predecessors:
-        return None
-    # in place: the collective itself moves (a copy would leave the old one to run too)
-    ar.replace_operand(0, a)
-    ar.shape = Shape.array(a.shape.element_type, a.shape.dims, a.shape.layout)
-    ar.replace_all_uses_with(ctx.b.broadcast(ar, bc.shape.dims, bc.dimensions))
-    return CHANGED
-
-
 RULES = Rules(r)
