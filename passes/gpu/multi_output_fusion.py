@@ -21,13 +21,13 @@ from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.fuel import consume_fuel
 from hlo_opt.analysis.reachability import Reachability
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind,
-                                          fusion_fits_in_budget, is_fusible_as_mof_root,
+from hlo_opt.analysis.gpu.fusible import (choose_fusion_kind, is_fusible_as_mof_root,
                                           is_fusion_kind, is_mof, producer_multi_output_fusible,
                                           real_hero_for_mof, shapes_compatible_for_mof)
+from hlo_opt.analysis.gpu.fusion_facts import (FusionFacts, fusion_fits_in_budget,
+                                               producer_consumer_merged_too_large)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
-from .fusion_merger import producer_consumer_merged_too_large
 
 
 def _is_profitable_operand(inst) -> bool:
@@ -140,7 +140,7 @@ class GpuMultiOutputFusion:
     def _run_on(self, comp) -> bool:
         self.costs = CostCache()
         reach = Reachability(comp)
-        info = FusionInfoCache()
+        info = FusionFacts()
         self.info = info
         self.tainted = control_tainted(comp)
         changed = False

@@ -427,15 +427,18 @@ def can_emit_input_fused_scatter(producer: Instruction, consumer: Instruction) -
 
 def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
                               reduction_epilogue_fusion: bool = True,
-                              info: "FusionInfoCache | None" = None) -> str | None:
-    """IsProducerConsumerFusible (``info`` memoizes per-instruction facts)."""
+                              info=None) -> str | None:
+    """IsProducerConsumerFusible (``info``, a
+    :class:`~hlo_opt.analysis.gpu.fusion_facts.FusionFacts`, memoizes per-instruction
+    facts)."""
     def ask(key, inst, fn):
         return fn(inst) if info is None else info.memo(key, inst, fn)
     if not ask("loop_producer", producer, is_loop_fusible_as_producer) and not (
             find_any_tiled_transpose(producer) and find_non_trivial_hero(consumer, False)
             is producer):
         return "the producer is not loop-fusible"
-    if ask("input_reduction", producer, is_input_fusible_reduction):
+    if (is_input_fusible_reduction(producer) if info is None
+            else info.input_fusible_reduction(producer)):
         if not reduction_epilogue_fusion:
             return "Reduction epilogue fusion is not enabled."
         hero = producer
@@ -450,7 +453,7 @@ def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
     reason = can_emit_input_fused_scatter(producer, consumer)
     if reason:
         return reason
-    if not ask("input_fusible", consumer, is_input_fusible) and \
+    if not (is_input_fusible(consumer) if info is None else info.input_fusible(consumer)) and \
             not ask("loop_consumer", consumer, is_loop_fusible_as_consumer):
         return "the consumer is not input-fusible and not loop-fusible"
     if is_mof(producer):
@@ -487,9 +490,9 @@ def choose_fusion_kind(producer: Instruction, consumer: Instruction) -> str:
     return "kInput" if is_input_fusible(consumer) or is_input_fusible(producer) else "kLoop"
 
 
-# ---- budgets --------------------------------------------------------------------------------
+# ---- per-instruction budget counts (the budget rules: fusion_facts.py) ----------------------
 
-def _shared_memory(inst: Instruction) -> int:
+def shared_memory(inst: Instruction) -> int:
     op = inst.opcode
     if op == "reduce":
         if is_reduction_from_or_to_contiguous_dimensions(inst):
@@ -508,7 +511,7 @@ def _shared_memory(inst: Instruction) -> int:
         total = 0
         for i in inst.called[0].iter_instructions():
             if i.opcode in _SHARED_MEMORY_OPCODES:  # nothing else uses shared memory
-                total += _shared_memory(i)
+                total += shared_memory(i)
         return total
     return 0
 
@@ -516,7 +519,7 @@ def _shared_memory(inst: Instruction) -> int:
 _SHARED_MEMORY_OPCODES = frozenset({"reduce", "copy", "transpose", "fusion"})
 
 
-def _unnested_reductions(inst: Instruction) -> int:
+def unnested_reductions(inst: Instruction) -> int:
     op = inst.opcode
     if op == "reduce":
         return 1 if is_reduction_from_or_to_contiguous_dimensions(inst) else 0
@@ -525,79 +528,15 @@ def _unnested_reductions(inst: Instruction) -> int:
         for i in inst.called[0].iter_instructions():
             o = i.opcode
             if o == "reduce" or o == "fusion":
-                total += _unnested_reductions(i)
+                total += unnested_reductions(i)
         return total
     return 0
 
 
-def _subshape_count(shape) -> int:
+def subshape_count(shape) -> int:
     if shape.is_tuple():
-        return 1 + sum(_subshape_count(s) for s in shape.tuple_shapes)
+        return 1 + sum(subshape_count(s) for s in shape.tuple_shapes)
     return 1
-
-
-class FusionInfoCache:
-    """Per-instruction facts a pass asks repeatedly (shared-memory use, unnested reduction
-    count, and any other ``memo``'d property); ``invalidate`` an instruction that
-    changes."""
-
-    def __init__(self):
-        self.memos: dict = {}
-
-    def invalidate(self, inst) -> None:
-        for table in self.memos.values():
-            table.pop(inst, None)
-
-    def table(self, key: str) -> dict:
-        """The memo table of ``key`` (instruction -> value), for callers that look up
-        one fact many times."""
-        table = self.memos.get(key)
-        if table is None:
-            table = self.memos[key] = {}
-        return table
-
-    def memo(self, key: str, inst, fn):
-        table = self.memos.get(key)
-        if table is None:
-            table = self.memos[key] = {}
-        v = table.get(inst, _MISSING)
-        if v is _MISSING:
-            v = table[inst] = fn(inst)
-        return v
-
-    def shared_memory(self, inst) -> int:
-        return self.memo("shared", inst, _shared_memory)
-
-    def unnested_reductions(self, inst) -> int:
-        return self.memo("reductions", inst, _unnested_reductions)
-
-
-_MISSING = object()
-
-
-def fusion_fits_in_budget(a: Instruction, b: Instruction, device,
-                          is_consumer_producer_fusion: bool = False,
-                          cache: FusionInfoCache | None = None) -> str | None:
-    cache = cache or FusionInfoCache()
-    if cache.shared_memory(a) + cache.shared_memory(b) > device.shared_memory_per_block:
-        return (f"shared memory usage would be over the budget of "
-                f"{device.shared_memory_per_block}B")
-    if cache.unnested_reductions(a) + cache.unnested_reductions(b) > \
-            MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION:
-        return (f"over {MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION} unnested reductions in "
-                "fusion")
-    outputs = _subshape_count(a.shape) + _subshape_count(b.shape)
-    if len(a.operands) + len(b.operands) - 1 + outputs <= MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
-        return None
-    operands = set(a.operands) | set(b.operands)
-    operands.discard(a)
-    operands.discard(b)
-    if is_consumer_producer_fusion and len(operands) <= len(a.operands):
-        return None
-    if len(operands) + outputs > MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
-        return ("Number of operands and output buffers is larger than allowed budget per "
-                "fusion")
-    return None
 
 
 # ---- heavy computations -------------------------------------------------------------------
