@@ -258,7 +258,6 @@ def fusion_param_read_bytes(param: Instruction) -> float:
     return size
 
 
-fusion_outputs = Instruction.fusion_outputs  # the IR's definition
 
 
 def fusion_cost(fusion: Instruction) -> Cost:
@@ -291,7 +290,7 @@ def fusion_cost(fusion: Instruction) -> Cost:
         if p is not None:
             read += fusion_param_read_bytes(p)
     written = 0.0
-    for out in fusion_outputs(fusion):
+    for out in fusion.fusion_outputs():
         if out.opcode == "dynamic-update-slice":
             written += shape_bytes(out.operands[1].shape)
         else:

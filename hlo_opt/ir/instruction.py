@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
-from .opcodes import (SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
+from .opcodes import (ELEMENTWISE, SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
                       SIDE_EFFECT_POSSIBLE)
 from .shape import Shape
+from .types import BIT_WIDTH
 
 # Generic attributes XLA prints after the opcode-specific ones.
 TRAILING_ATTRS = frozenset({"sharding", "frontend_attributes", "statistics", "metadata",
@@ -269,6 +270,27 @@ class Instruction:
     @property
     def fused_computation(self) -> "Computation":
         return self.called[0]
+
+    def is_elementwise(self) -> bool:
+        """XLA's HloInstruction::IsElementwise: the elementwise opcodes, copy and map; a
+        bitcast-convert only between types of one bit width (otherwise it adds or drops a
+        minor dimension); a fusion when every instruction of its body is."""
+        op = self.opcode
+        if op == "bitcast-convert":
+            operands = self.operands
+            return bool(operands) and BIT_WIDTH.get(self.shape.element_type) == \
+                BIT_WIDTH.get(operands[0].shape.element_type)
+        if op in ELEMENTWISE or op == "copy" or op == "map":
+            return True
+        if op == "fusion":
+            any_ = False
+            for i in self.called[0].iter_instructions():
+                if i.opcode != "parameter":
+                    if not i.is_elementwise():
+                        return False
+                    any_ = True
+            return any_
+        return False
 
     @property
     def is_multi_output_fusion(self) -> bool:

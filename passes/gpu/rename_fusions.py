@@ -8,14 +8,13 @@ with several roots the hero opcodes are sorted and joined with ``_`` (``-`` beco
 from __future__ import annotations
 
 from hlo_opt.analysis.gpu.fusible import find_non_trivial_hero
-from hlo_opt.rewrite.fusion import fusion_outputs
 from hlo_opt.rewrite.graph import fusible_computations, rename_computation
 
 _KIND = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
 
 
 def hero_names(fusion) -> str:
-    heroes = sorted({find_non_trivial_hero(r).opcode for r in fusion_outputs(fusion)})
+    heroes = sorted({find_non_trivial_hero(r).opcode for r in fusion.fusion_outputs()})
     return "_".join(heroes).replace("-", "_")
 
 

@@ -10,8 +10,8 @@ from functools import lru_cache
 
 from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE, NEVER_EXPENSIVE
-from hlo_opt.ir.types import BIT_WIDTH, is_complex, is_integral
+from hlo_opt.ir.opcodes import NEVER_EXPENSIVE
+from hlo_opt.ir.types import is_complex, is_integral
 
 from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions,
                                             reduction_dimensions, reduction_is_race_free)
@@ -40,16 +40,16 @@ def is_fusible(inst: Instruction) -> bool:
 
 
 def is_elementwise(inst: Instruction) -> bool:
-    """HloInstruction::IsElementwise (copy counts; a fusion when its body does)."""
-    if inst.opcode in ELEMENTWISE or inst.opcode == "copy":
-        # (a bitcast-convert that changes the bit width changes the shape: not elementwise)
-        return inst.opcode != "bitcast-convert" or \
-            BIT_WIDTH.get(inst.shape.element_type) == \
-            BIT_WIDTH.get(inst.operands[0].shape.element_type)
-    if inst.opcode == "fusion":
-        body = fused_instructions(inst)
-        return bool(body) and all(is_elementwise(i) for i in body)
-    return False
+    """:meth:`Instruction.is_elementwise <hlo_opt.ir.instruction.Instruction.is_elementwise>`
+    as the GPU fusion analyses ask it: maps aside (a map, or a fusion with one in its
+    body, is not taken as an elementwise op by the GPU fusion rules here)."""
+    op = inst.opcode
+    if op == "map":
+        return False
+    if op == "fusion":
+        return inst.is_elementwise() and not any(
+            i.opcode == "map" for i in inst.called[0].iter_instructions())
+    return inst.is_elementwise()
 
 
 def is_fusion_kind(inst: Instruction, kind: str) -> bool:
@@ -58,9 +58,6 @@ def is_fusion_kind(inst: Instruction, kind: str) -> bool:
 
 def is_loop_fusion(inst: Instruction) -> bool:
     return is_fusion_kind(inst, "kLoop")
-
-
-is_mof = Instruction.is_multi_output_fusion.fget  # the IR's definition
 
 
 def fused_instructions(inst: Instruction):
@@ -262,11 +259,6 @@ def find_non_trivial_hero(inst: Instruction, fused: bool = True) -> Instruction:
     return inst
 
 
-def _fusion_roots(inst: Instruction) -> list[Instruction]:
-    root = inst.called[0].root
-    return list(root.operands) if root.opcode == "tuple" else [root]
-
-
 def has_real_reduction_hero(inst: Instruction) -> bool:
     """IsRealReductionHero(root, FindNonTrivialHero(root)) for an unfused instruction."""
     hero = find_non_trivial_hero(inst)
@@ -277,7 +269,7 @@ def has_real_reduction_hero(inst: Instruction) -> bool:
 
 def is_reduce_input_fusion(inst: Instruction) -> bool:
     return inst.opcode == "fusion" and any(has_real_reduction_hero(r)
-                                           for r in _fusion_roots(inst))
+                                           for r in inst.fusion_outputs())
 
 
 def is_input_fusible_reduction(inst: Instruction) -> bool:
@@ -288,7 +280,7 @@ def is_input_fusible_reduction(inst: Instruction) -> bool:
 
 def find_any_tiled_transpose(inst: Instruction):
     if inst.opcode == "fusion":
-        for r in _fusion_roots(inst):
+        for r in inst.fusion_outputs():
             hero = find_non_trivial_hero(r)
             t = tiled_transpose(hero)
             if t:
@@ -375,7 +367,7 @@ def in_place_operands(inst: Instruction) -> list[int]:
         return list(range(len(inst.operands) // 2))
     if op == "fusion":
         out = []
-        for r in _fusion_roots(inst):
+        for r in inst.fusion_outputs():
             x = r
             while x.opcode == "bitcast":
                 x = x.operands[0]
@@ -456,7 +448,7 @@ def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
     if not (is_input_fusible(consumer) if info is None else info.input_fusible(consumer)) and \
             not ask("loop_consumer", consumer, is_loop_fusible_as_consumer):
         return "the consumer is not input-fusible and not loop-fusible"
-    if is_mof(producer):
+    if producer.is_multi_output_fusion:
         return "the producer is not fusible as it is a multi-output fusion"
     if producer.opcode == "constant" and (
             not (producer.shape.is_array() and producer.shape.num_elements() == 1)
@@ -466,7 +458,7 @@ def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
 
 
 def producer_multi_output_fusible(producer: Instruction) -> str | None:
-    if is_mof(producer):
+    if producer.is_multi_output_fusion:
         return "Producer is a multi-output fusion"
     if in_place_operands(producer):
         return "In-place operations are present"
