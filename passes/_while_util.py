@@ -109,7 +109,7 @@ def _bound(cond: Computation, idx: int):
         return None
     p = cond.parameters[0]
     a, b = root.operands
-    d = root.attrs.get("direction")
+    d = root.comparison_direction
     if _gte_index_of(a, p) == idx and b.opcode == "constant":
         v = scalar_value(b)
     elif _gte_index_of(b, p) == idx and a.opcode == "constant":

@@ -153,7 +153,8 @@ def _instruction_flops(inst: Instruction) -> tuple[float, float]:
         n = _elements(out)
         return (0.0, float(n)) if op in TRANSCENDENTAL else (float(n), 0.0)
     if op == "dot":
-        return _dot_flops(out, inst.operands[0].shape, inst.attr("lhs_contracting_dims", ())), 0.0
+        contracting = inst.dot_dimension_numbers.lhs_contracting_dims
+        return _dot_flops(out, inst.operands[0].shape, contracting), 0.0
     if op == "convolution":
         return _conv_flops(inst, out), 0.0
     if op == "custom-call":

@@ -56,7 +56,7 @@ def _threads(inst) -> int:
         fc = inst.called[0]
         root = fc.root
         shapes = [o.shape for o in root.operands] if root.opcode == "tuple" else [root.shape]
-        if inst.attrs.get("kind") == "kInput":
+        if inst.fusion_kind == "kInput":
             shapes += [p.shape for p in fc.parameters]
     elif op in ("reduce", "reduce-window", "scatter", "sort"):
         shapes = [inst.shape] + [o.shape for o in inst.operands]

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
+from .dimension_numbers import (DotDimensionNumbers, GatherDimensionNumbers,
+                                ScatterDimensionNumbers)
 from .opcodes import (ELEMENTWISE, SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
                       SIDE_EFFECT_POSSIBLE)
 from .shape import Shape
@@ -311,7 +313,25 @@ class Instruction:
 
     @property
     def fusion_kind(self) -> str:
+        """A fusion's kind (``kLoop`` when not written)."""
         return self.attrs.get("kind", "kLoop")
+
+    @property
+    def dot_dimension_numbers(self) -> DotDimensionNumbers:
+        return DotDimensionNumbers.of(self)
+
+    @property
+    def gather_dimension_numbers(self) -> GatherDimensionNumbers:
+        return GatherDimensionNumbers.of(self)
+
+    @property
+    def scatter_dimension_numbers(self) -> ScatterDimensionNumbers:
+        return ScatterDimensionNumbers.of(self)
+
+    @property
+    def comparison_direction(self) -> str | None:
+        """A compare's ``direction`` (EQ, NE, LT, LE, GT, GE; the verifier checks it)."""
+        return self.attrs.get("direction")
 
     @property
     def custom_call_target(self) -> str:

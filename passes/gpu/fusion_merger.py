@@ -72,7 +72,7 @@ class FusionMerger:
         for user in users:
             if user.opcode == "bitcast":
                 return "not fusing bitcast ops"
-            if user.opcode == "fusion" and user.attrs.get("kind") == "kCustom":
+            if user.opcode == "fusion" and user.fusion_kind == "kCustom":
                 return "not fusing custom fusions"
             reason = heroes_compatible(producer_hero,
                                        info.memo("mof_hero", user, real_hero_for_mof))

@@ -63,7 +63,7 @@ class FusionRules:
         producer = consumer.operands[i]
         if producer.opcode == "fusion":
             return "the producer is a fusion"
-        if consumer.opcode == "fusion" and consumer.attrs.get("kind") == "kCustom":
+        if consumer.opcode == "fusion" and consumer.fusion_kind == "kCustom":
             return "the consumer is a custom fusion"
         if gpu_is_expensive(producer) and reuses_operand_elements(consumer, i):
             return "the producer is expensive, and the consumer reuses inputs"

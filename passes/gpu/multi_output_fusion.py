@@ -236,7 +236,7 @@ class GpuMultiOutputFusion:
         users = producer.users
         if not users or (len(users) == 1 and not users[0].is_multi_output_fusion):
             return None
-        if producer.opcode == "fusion" and producer.attrs.get("kind") == "kCustom":
+        if producer.opcode == "fusion" and producer.fusion_kind == "kCustom":
             return None
         if producer_multi_output_fusible(producer) or _tuple_valued_root(producer):
             return None

@@ -25,10 +25,10 @@ class RenameFusions:
         changed = False
         for comp in fusible_computations(module):
             for inst in comp.instructions:
-                if inst.opcode != "fusion" or inst.attrs.get("kind") == "kCustom":
+                if inst.opcode != "fusion" or inst.fusion_kind == "kCustom":
                     continue
                 heroes = hero_names(inst)
-                kind = _KIND.get(inst.attrs.get("kind", "kLoop"), "loop")
+                kind = _KIND.get(inst.fusion_kind, "loop")
                 new_name = f"{kind}_{heroes}_fusion"
                 if not inst.name.startswith(new_name):
                     module.release_name(inst.name)

@@ -53,7 +53,7 @@ def is_elementwise(inst: Instruction) -> bool:
 
 
 def is_fusion_kind(inst: Instruction, kind: str) -> bool:
-    return inst.opcode == "fusion" and inst.attrs.get("kind", "kLoop") == kind
+    return inst.opcode == "fusion" and inst.fusion_kind == kind
 
 
 def is_loop_fusion(inst: Instruction) -> bool:
@@ -472,7 +472,7 @@ def producer_multi_output_fusible(producer: Instruction) -> str | None:
 def is_fusible_as_mof_root(inst: Instruction) -> bool:
     if not is_fusible(inst):
         return False
-    if inst.opcode == "fusion" and inst.attrs.get("kind", "kLoop") == "kLoop":
+    if inst.opcode == "fusion" and inst.fusion_kind == "kLoop":
         return True  # is_loop_fusion: asked first, before the walks to the heroes
     return (is_input_fusible_reduction(inst) or is_input_fusible_transpose(inst)
             or (is_elementwise(inst) and inst.opcode != "fusion"))

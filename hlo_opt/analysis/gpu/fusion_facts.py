@@ -71,7 +71,7 @@ def gpu_fusible(inst) -> bool:
     if not is_fusible(inst):
         return False
     if inst.opcode == "fusion":
-        return inst.attrs.get("kind") != "kCustom"
+        return inst.fusion_kind != "kCustom"
     if is_elementwise(inst):
         return True
     return inst.opcode in EMITTER_FUSIBLE
@@ -149,14 +149,14 @@ def fusion_facts(fusion) -> Facts:
         elif op == "fusion":
             shared += shared_memory(i)
             reductions += unnested_reductions(i)
-    kind = fusion.attrs.get("kind")
+    kind = fusion.fusion_kind
     f.fusible = kind != "kCustom"  # is_fusible is true for every fusion
     f.sigred = sigred
     f.shared = shared
     f.reductions = reductions
     f.splits = splits
     f.irsize = irsize
-    f.inscatter = (kind or "kLoop") == "kInput" and comp.root.opcode == "scatter"
+    f.inscatter = kind == "kInput" and comp.root.opcode == "scatter"
     return f
 
 
