@@ -3,18 +3,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
+from .attributes import ATTR_PARSERS, AttrSyntaxError, typed_to_text
 from .dimension_numbers import (DotDimensionNumbers, GatherDimensionNumbers,
                                 ScatterDimensionNumbers)
 from .opcodes import (ELEMENTWISE, SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
                       SIDE_EFFECT_POSSIBLE)
+from .printing import printer
 from .shape import Shape
 from .types import BIT_WIDTH
-
-# Generic attributes XLA prints after the opcode-specific ones.
-TRAILING_ATTRS = frozenset({"sharding", "frontend_attributes", "statistics", "metadata",
-                            "backend_config", "origin", "parameter_replication",
-                            "result_accuracy"})
 
 if TYPE_CHECKING:  # pragma: no cover
     from .computation import Computation
@@ -337,74 +333,10 @@ class Instruction:
     def custom_call_target(self) -> str:
         return self.attr("custom_call_target", "")
 
-    # ---- text -------------------------------------------------------------------------
-    def operand_text(self, operand_shapes: bool = True) -> str:
-        if self.opcode in ("constant", "parameter") or (self.payload and not self.operands):
-            return self.payload
-        if operand_shapes:
-            return ", ".join(f"{op.shape.to_text()} %{op.name}" for op in self.operands)
-        return ", ".join("%" + op.name for op in self.operands)
-
-    def _called_text(self) -> str:
-        attr = self.called_attr
-        if isinstance(attr, tuple):  # condition=, body= / select=, scatter= / true_, false_
-            return ", ".join(f"{a}=%{c.name}" for a, c in zip(attr, self.called))
-        if attr in ("branch_computations", "called_computations") or len(self.called) > 1:
-            return f"{attr}={{" + ", ".join("%" + c.name for c in self.called) + "}"
-        return f"{attr}=%{self.called[0].name}"
-
-    def attr_texts(self, print_metadata: bool = True) -> list[str]:
-        """Attributes in input order; called computations and control predecessors are
-        printed from live references at the place they were written (or before the
-        generic trailing attributes when a pass added them)."""
-        out = []
-        pending_called = bool(self.called) and self.called_attr is not None
-        pending_ctrl = bool(self.control_predecessors)
-        for name, raw in self.attrs.items():
-            if name == self.called_attr or (isinstance(self.called_attr, tuple)
-                                            and name == self.called_attr[0]):
-                if pending_called:
-                    out.append(self._called_text())
-                    pending_called = False
-                continue
-            if name == "control-predecessors":
-                if pending_ctrl:
-                    out.append(self._ctrl_text())
-                    pending_ctrl = False
-                continue
-            if name in TRAILING_ATTRS:
-                if pending_called:
-                    out.append(self._called_text())
-                    pending_called = False
-                if pending_ctrl:
-                    out.append(self._ctrl_text())
-                    pending_ctrl = False
-            if name == "metadata" and not print_metadata:
-                continue
-            if name in COMPACT_ATTRS:
-                raw = raw.replace(" ", "")
-            out.append(f"{name}={raw}")
-        if pending_called:
-            out.append(self._called_text())
-        if pending_ctrl:
-            out.append(self._ctrl_text())
-        return out
-
-    def _ctrl_text(self) -> str:
-        return "control-predecessors={" + ", ".join(
-            "%" + p.name for p in self.control_predecessors) + "}"
-
+    # ---- text (printed by hlo_opt.text.printer) --------------------------------------
     def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
                 large_constants: bool = True) -> str:
-        payload = self.operand_text(operand_shapes)
-        if not large_constants and self.opcode == "constant" and self.shape.is_array() \
-                and self.shape.num_elements() > 10:
-            payload = "{...}"
-        head = f"%{self.name} = {self.shape.to_text()} {self.opcode}({payload})"
-        attrs = self.attr_texts(print_metadata)
-        if attrs:
-            head += ", " + ", ".join(attrs)
-        return ("ROOT " if self.is_root else "") + head
+        return printer("instruction")(self, operand_shapes, print_metadata, large_constants)
 
     def __repr__(self):
         return f"<{self.opcode} %{self.name}>"
