@@ -1,5 +1,7 @@
 """Typed dimension numbers of dot, gather and scatter (XLA's DotDimensionNumbers,
-GatherDimensionNumbers, ScatterDimensionNumbers), read from an instruction's attributes.
+GatherDimensionNumbers, ScatterDimensionNumbers), read from an instruction's attributes;
+a convolution's (one ``dim_labels`` attribute) are
+:class:`~hlo_opt.ir.attributes.ConvolutionDimensionNumbers`, re-exported here.
 
 HLO text spells each list as its own attribute (``lhs_contracting_dims={1}``); the
 instruction keeps them so (printing reproduces them byte for byte) and parses each once
@@ -10,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .attributes import int_list_text
+from .attributes import ConvolutionDimensionNumbers, int_list_text
+
+__all__ = ["ConvolutionDimensionNumbers", "DotDimensionNumbers", "GatherDimensionNumbers",
+           "ScatterDimensionNumbers"]
 
 
 def _read(cls, inst):
