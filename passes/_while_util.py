@@ -153,7 +153,7 @@ def _bound(w: Instruction, idx: int):
         return None
     p = cond.parameters[0]
     a, b = root.operands
-    d = root.attrs.get("direction")
+    d = root.comparison_direction
     if _gte_index_of(a, p) == idx and _gte_index_of(b, p) != idx:
         v = _invariant_constant(w, b, p)
     elif _gte_index_of(b, p) == idx and _gte_index_of(a, p) != idx:

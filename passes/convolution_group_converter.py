@@ -26,11 +26,10 @@ batch groups first, as ``cpu_compiler.cc`` adds them.  Fusion computations are n
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from hlo_opt.ir.attributes import ConvDimLabels, Window, WindowDim
+from hlo_opt.ir.attributes import ConvolutionDimensionNumbers, Window, WindowDim
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import BIT_WIDTH
@@ -40,38 +39,6 @@ from ._expander_util import (derived_attrs, non_fusion_computations, replace_ins
                              scalar_binary_computation)
 
 _CONV_OWN_ATTRS = ("window", "dim_labels", "feature_group_count", "batch_group_count")
-
-
-@dataclass
-class DimNumbers:
-    """ConvolutionDimensionNumbers, mutable (the converter edits them)."""
-    ib: int
-    if_: int
-    isp: list = field(default_factory=list)
-    kif: int = 0
-    kof: int = 0
-    ksp: list = field(default_factory=list)
-    ob: int = 0
-    of: int = 0
-    osp: list = field(default_factory=list)
-
-    @staticmethod
-    def of_labels(d: ConvDimLabels) -> "DimNumbers":
-        return DimNumbers(d.input_batch, d.input_feature, list(d.input_spatial),
-                          d.kernel_input_feature, d.kernel_output_feature,
-                          list(d.kernel_spatial), d.output_batch, d.output_feature,
-                          list(d.output_spatial))
-
-    def to_text(self) -> str:
-        def side(n0, c0, n1, c1, spatial):
-            chars = [""] * (len(spatial) + 2)
-            chars[n0], chars[n1] = c0, c1
-            for k, d in enumerate(spatial):
-                chars[d] = str(k)
-            return "".join(chars)
-        return (side(self.ib, "b", self.if_, "f", self.isp) + "_"
-                + side(self.kif, "i", self.kof, "o", self.ksp) + "->"
-                + side(self.ob, "b", self.of, "f", self.osp))
 
 
 def _bump(dims: list, above: int) -> list:
@@ -108,8 +75,9 @@ class _Converter:
         self.filter_expansion = filter_expansion
 
     # ---- building blocks ----------------------------------------------------------------
-    def conv(self, old, lhs, rhs, fgc: int, bgc: int, window: Window, dn: DimNumbers,
-             shape: Shape | None = None, derived: bool = False) -> Instruction:
+    def conv(self, old, lhs, rhs, fgc: int, bgc: int, window: Window,
+             dn: ConvolutionDimensionNumbers, shape: Shape | None = None,
+             derived: bool = False) -> Instruction:
         """CreateConvolve (``shape`` given) or MakeConvolveHlo (shape inferred, element
         type of ``old``)."""
         attrs = {"window": window.to_text(), "dim_labels": dn.to_text()}
@@ -154,8 +122,8 @@ class _Converter:
                                  value.shape.dims, [])
         return self.b.select(mask, value, zeros)
 
-    def groups_as_spatial_dim(self, conv, dn: DimNumbers, groups: int, split_feature: bool,
-                              fgc: int) -> bool:
+    def groups_as_spatial_dim(self, conv, dn: ConvolutionDimensionNumbers, groups: int,
+                              split_feature: bool, fgc: int) -> bool:
         """The G groups become an extra (last) spatial dimension: split off the input
         batch (batch groups) or input features (feature groups), the kernel's output
         features and the output features, swept by a window of size G, stride G-1 over a
@@ -164,14 +132,18 @@ class _Converter:
         b = self.b
         activation, filt = conv.operands
         if split_feature:
-            activation = _split_off_groups(b, activation, dn.if_, groups)
-            dn.isp, dn.if_, dn.ib = _with_group_dim(dn.isp, dn.if_, dn.ib)
+            activation = _split_off_groups(b, activation, dn.input_feature, groups)
+            isp, if_, ib = _with_group_dim(dn.input_spatial, dn.input_feature, dn.input_batch)
         else:
-            activation = _split_off_groups(b, activation, dn.ib, groups)
-            dn.isp, dn.ib, dn.if_ = _with_group_dim(dn.isp, dn.ib, dn.if_)
-        filt = _split_off_groups(b, filt, dn.kof, groups)
-        dn.ksp, dn.kof, dn.kif = _with_group_dim(dn.ksp, dn.kof, dn.kif)
-        dn.osp, dn.of, dn.ob = _with_group_dim(dn.osp, dn.of, dn.ob)
+            activation = _split_off_groups(b, activation, dn.input_batch, groups)
+            isp, ib, if_ = _with_group_dim(dn.input_spatial, dn.input_batch, dn.input_feature)
+        filt = _split_off_groups(b, filt, dn.kernel_output_feature, groups)
+        ksp, kof, kif = _with_group_dim(dn.kernel_spatial, dn.kernel_output_feature,
+                                        dn.kernel_input_feature)
+        osp, of, ob = _with_group_dim(dn.output_spatial, dn.output_feature, dn.output_batch)
+        dn = dn.with_(input_batch=ib, input_feature=if_, input_spatial=isp,
+                      kernel_input_feature=kif, kernel_output_feature=kof, kernel_spatial=ksp,
+                      output_batch=ob, output_feature=of, output_spatial=osp)
         window = copy.deepcopy(conv.attr("window") or Window([]))
         window.dims.append(WindowDim(size=groups, stride=groups - 1, base_dilation=groups))
         new = self.conv(conv, activation, filt, fgc, 1, window, dn, derived=True)
@@ -184,11 +156,11 @@ class _Converter:
         if bgc == 1 or not self.should_expand(conv):
             return False
         b = self.b
-        dn = DimNumbers.of_labels(conv.attr("dim_labels"))
+        dn = ConvolutionDimensionNumbers.of(conv)
         activation, filt = conv.operands
-        ob, of = dn.ob, dn.of
-        input_batch = activation.shape.dims[dn.ib]
-        output_feature = filt.shape.dims[dn.kof]
+        ob, of = dn.output_batch, dn.output_feature
+        input_batch = activation.shape.dims[dn.input_batch]
+        output_feature = filt.shape.dims[dn.kernel_output_feature]
         if output_feature != bgc or input_batch != bgc:
             fgc = conv.attr("feature_group_count", 1) or 1
             return self.groups_as_spatial_dim(conv, dn, bgc, split_feature=False, fgc=fgc)
@@ -225,9 +197,9 @@ class _Converter:
         if groups == 1 or not self.should_expand(conv):
             return False
         b = self.b
-        dn = DimNumbers.of_labels(conv.attr("dim_labels"))
+        dn = ConvolutionDimensionNumbers.of(conv)
         activation, filt = conv.operands
-        kif, kof = dn.kif, dn.kof
+        kif, kof = dn.kernel_input_feature, dn.kernel_output_feature
         group_size = filt.shape.dims[kif]
         window = conv.attr("window") or Window([])
         if group_size == 1:
@@ -254,26 +226,27 @@ class _Converter:
         """Depthwise with cost model viable and no filter expansion: keep the groups and
         move the depthwise multiplier into an extra spatial dimension."""
         b = self.b
-        kif, kof = dn.kif, dn.kof
+        kif, kof = dn.kernel_input_feature, dn.kernel_output_feature
         multiplier = filt.shape.dims[kof] // groups
         fdims = []
         for i, d in enumerate(filt.shape.dims):
             fdims += [groups, multiplier] if i == kof else [d]
-        if kif > kof:
-            dn.kif = kif + 1
-        dn.ksp = _bump(dn.ksp, kof) + [kof + 1]
+        ksp = _bump(dn.kernel_spatial, kof) + [kof + 1]
         new_filter = b.reshape(filt, fdims)
-        dn.isp = dn.isp + [activation.shape.rank]
+        isp = list(dn.input_spatial) + [activation.shape.rank]
         new_activation = b.reshape(activation, list(activation.shape.dims) + [1])
         window = copy.deepcopy(window)
         window.dims.append(WindowDim(size=multiplier, padding_low=multiplier - 1,
                                      padding_high=multiplier - 1, window_reversal=True))
+        of = dn.output_feature
         odims = []
         for i, d in enumerate(conv.shape.dims):
-            odims += [groups, multiplier] if i == dn.of else [d]
-        if dn.ob > dn.of:
-            dn.ob += 1
-        dn.osp = _bump(dn.osp, dn.of) + [dn.of + 1]
+            odims += [groups, multiplier] if i == of else [d]
+        dn = dn.with_(kernel_input_feature=kif + 1 if kif > kof else kif, kernel_spatial=ksp,
+                      input_spatial=isp,
+                      output_batch=dn.output_batch + 1 if dn.output_batch > of
+                      else dn.output_batch,
+                      output_spatial=_bump(dn.output_spatial, of) + [of + 1])
         new = self.conv(conv, new_activation, new_filter, groups, 1, window, dn,
                         shape=Shape.array(conv.shape.element_type, odims))
         replace_instruction(self.comp, conv, b._add("reshape", conv.shape, [new]))

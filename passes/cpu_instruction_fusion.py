@@ -73,7 +73,7 @@ class CpuFusionRules(FusionRules):
                 return None
             if b.shape.rank == 1 and i == 0 and b.shape.byte_size() < FUSION_THRESHOLD_BYTES:
                 return None
-        if consumer.opcode == "fusion" and consumer.attrs.get("kind", "kLoop") == "kLoop":
+        if consumer.opcode == "fusion" and consumer.fusion_kind == "kLoop":
             return None
         if consumer.opcode != "fusion" and can_be_loop_fused(consumer):
             return None

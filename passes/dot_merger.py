@@ -23,6 +23,7 @@ the two dots into one node and reordering only the nodes between them (Pearce-Ke
 from __future__ import annotations
 
 from hlo_opt.flags import DebugOptions
+from hlo_opt.ir.dimension_numbers import DotDimensionNumbers
 from hlo_opt.ir.shape import Shape
 
 from hlo_opt.rewrite.builder import Builder, dot_dims
@@ -143,12 +144,7 @@ def _precision_attrs(a) -> dict:
 
 
 def _new_dot(b: Builder, a, lhs, rhs, dnums, shape: Shape, other):
-    lb, lc, rb, rc = dnums
-    attrs = {}
-    for name, v in (("lhs_batch_dims", lb), ("lhs_contracting_dims", lc),
-                    ("rhs_batch_dims", rb), ("rhs_contracting_dims", rc)):
-        if v or name.endswith("contracting_dims"):
-            attrs[name] = "{" + ",".join(map(str, v)) + "}"
+    attrs = DotDimensionNumbers(*(tuple(v) for v in dnums)).attrs()
     attrs.update(_precision_attrs(a))
     attrs.update(_metadata(a, other))
     return b._add("dot", shape, [lhs, rhs], attrs=attrs)

@@ -10,8 +10,6 @@ constant folding to clean up, as in XLA.
 """
 from __future__ import annotations
 
-from hlo_opt.ir.opcodes import is_elementwise
-from hlo_opt.ir.types import BIT_WIDTH
 
 from hlo_opt.rewrite.builder import Builder
 from hlo_opt.rewrite.rules import comp_has_opcode, control_successors, has_opcode, remove_dead
@@ -35,14 +33,9 @@ def equivalent_rearranges(a, b) -> bool:
 
 
 def _is_elementwise(inst) -> bool:
-    """XLA's HloInstruction::IsElementwise: a copy is elementwise; a bitcast-convert only
-    between types of one bit width (otherwise it adds or drops a minor dimension)."""
-    if inst.opcode == "copy":
-        return True
-    if inst.opcode == "bitcast-convert":
-        return (BIT_WIDTH[inst.shape.element_type]
-                == BIT_WIDTH[inst.operands[0].shape.element_type])
-    return is_elementwise(inst.opcode)
+    """:meth:`Instruction.is_elementwise` for the instructions this pass moves reshapes
+    across: no maps, no fusions."""
+    return inst.opcode != "map" and inst.opcode != "fusion" and inst.is_elementwise()
 
 
 class ReshapeMover:

@@ -50,7 +50,7 @@ def scatter_indices_count(scatter) -> int:
     """ScatterIndicesCount: the loop's trip count."""
     n = (len(scatter.operands) - 1) // 2
     shape = scatter.operands[n].shape
-    ivd = scatter.attr("index_vector_dim")
+    ivd = scatter.scatter_dimension_numbers.index_vector_dim
     return math.prod(d for i, d in enumerate(shape.dims) if i != ivd)
 
 
@@ -197,11 +197,12 @@ def check_index_validity(b: Builder, module, index, operand_dims, window_sizes):
 def _loop_body(scatter, n: int):
     module = scatter.parent.module
     indices_shape = scatter.operands[n].shape
-    ivd = scatter.attr("index_vector_dim")
-    sdod = list(scatter.attr("scatter_dims_to_operand_dims", ()))
-    ibd = list(scatter.attr("input_batching_dims", ()))
-    sibd = list(scatter.attr("scatter_indices_batching_dims", ()))
-    degenerate = sorted(list(scatter.attr("inserted_window_dims", ())) + ibd)
+    dnums = scatter.scatter_dimension_numbers
+    ivd = dnums.index_vector_dim
+    sdod = list(dnums.scatter_dims_to_operand_dims)
+    ibd = list(dnums.input_batching_dims)
+    sibd = list(dnums.scatter_indices_batching_dims)
+    degenerate = sorted(list(dnums.inserted_window_dims) + ibd)
 
     def body(b: Builder, indvar, state):
         operands, indices, updates = state[:n], state[n], state[n + 1:]
@@ -249,8 +250,9 @@ def expand_scatter(comp: Computation, scatter):
     trip = scatter_indices_count(scatter)
     if trip > _INT32_MAX:
         return None
-    ivd = scatter.attr("index_vector_dim")
-    window_dims = list(scatter.attr("update_window_dims", ()))
+    dnums = scatter.scatter_dimension_numbers
+    ivd = dnums.index_vector_dim
+    window_dims = list(dnums.update_window_dims)
     canonical_indices = canonicalize_scatter_indices(b, indices, ivd)
     canonical_updates = [
         adjust_scatter_dims(b, indices.shape, permute_scatter_and_window_dims(b, u, window_dims),

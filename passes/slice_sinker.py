@@ -19,8 +19,6 @@ visited in post order.
 from __future__ import annotations
 
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE
-from hlo_opt.ir.types import BIT_WIDTH
 
 from hlo_opt.rewrite.rules import comp_has_opcode
 
@@ -30,16 +28,9 @@ _IGNORED_ATTRS = frozenset({"metadata", "sharding", "frontend_attributes", "stat
 
 
 def is_elementwise(inst) -> bool:
-    """``HloInstruction::IsElementwise`` for the opcodes our IR has (copy and map
-    included; a bitcast-convert only between equal bit widths)."""
-    op = inst.opcode
-    if op == "bitcast-convert":
-        return (inst.operands and inst.shape.is_array()
-                and BIT_WIDTH.get(inst.shape.element_type)
-                == BIT_WIDTH.get(inst.operands[0].shape.element_type))
-    if op in ("copy", "map"):
-        return True
-    return op in ELEMENTWISE
+    """:meth:`Instruction.is_elementwise` for the instructions this pass sinks slices
+    through: no fusions."""
+    return inst.opcode != "fusion" and inst.is_elementwise()
 
 
 def _op_key(inst) -> tuple:

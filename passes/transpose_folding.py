@@ -8,7 +8,7 @@ when ``fold_convolutions=True`` (XLA's default callback never folds them).
 """
 from __future__ import annotations
 
-from hlo_opt.ir.attributes import ConvDimLabels
+from hlo_opt.ir.attributes import ConvolutionDimensionNumbers
 
 from hlo_opt.rewrite.builder import Builder, dot_dims, dot_extra_attrs
 from hlo_opt.rewrite.rules import control_successors, remove_dead
@@ -112,6 +112,6 @@ class TransposeFolding:
                               _operand_labels(ki, ko, ksp, rhs.shape.rank, "io"), out)
         b = Builder(comp)
         new = b.clone(conv, [lhs, rhs])
-        new.set_attr("dim_labels", ConvDimLabels.parse(labels))
+        new.set_attr("dim_labels", ConvolutionDimensionNumbers.parse(labels))
         conv.replace_all_uses_with(new)
         remove_dead(comp, conv, control_successors(comp))

@@ -25,11 +25,12 @@ def _strip_bitcasts(inst):
     return inst
 
 
-def _fusion_outputs(fusion):
-    root = fusion.called[0].root
-    if root.opcode == "tuple":
-        return [((k,), r) for k, r in enumerate(root.operands)]
-    return [((), root)]
+def _indexed_fusion_outputs(fusion):
+    """(output index, fused value) of each of ``fusion``'s outputs."""
+    outs = fusion.fusion_outputs()
+    if fusion.is_multi_output_fusion:
+        return [((k,), r) for k, r in enumerate(outs)]
+    return [((), outs[0])]
 
 
 def in_place_pairs(inst, flow: Dataflow | None = None) -> list:
@@ -42,7 +43,7 @@ def in_place_pairs(inst, flow: Dataflow | None = None) -> list:
         return [(i, (), (i,) if n > 1 else ()) for i in range(n)]
     if op == "fusion":
         out = []
-        for index, r in _fusion_outputs(inst):
+        for index, r in _indexed_fusion_outputs(inst):
             x = _strip_bitcasts(r)
             if x.opcode == "dynamic-update-slice":
                 inputs = [((), x.operands[0])]

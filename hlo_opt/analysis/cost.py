@@ -153,7 +153,8 @@ def _instruction_flops(inst: Instruction) -> tuple[float, float]:
         n = _elements(out)
         return (0.0, float(n)) if op in TRANSCENDENTAL else (float(n), 0.0)
     if op == "dot":
-        return _dot_flops(out, inst.operands[0].shape, inst.attr("lhs_contracting_dims", ())), 0.0
+        contracting = inst.dot_dimension_numbers.lhs_contracting_dims
+        return _dot_flops(out, inst.operands[0].shape, contracting), 0.0
     if op == "convolution":
         return _conv_flops(inst, out), 0.0
     if op == "custom-call":
@@ -258,7 +259,6 @@ def fusion_param_read_bytes(param: Instruction) -> float:
     return size
 
 
-fusion_outputs = Instruction.fusion_outputs  # the IR's definition
 
 
 def fusion_cost(fusion: Instruction) -> Cost:
@@ -291,7 +291,7 @@ def fusion_cost(fusion: Instruction) -> Cost:
         if p is not None:
             read += fusion_param_read_bytes(p)
     written = 0.0
-    for out in fusion_outputs(fusion):
+    for out in fusion.fusion_outputs():
         if out.opcode == "dynamic-update-slice":
             written += shape_bytes(out.operands[1].shape)
         else:

@@ -56,7 +56,7 @@ def _threads(inst) -> int:
         fc = inst.called[0]
         root = fc.root
         shapes = [o.shape for o in root.operands] if root.opcode == "tuple" else [root.shape]
-        if inst.attrs.get("kind") == "kInput":
+        if inst.fusion_kind == "kInput":
             shapes += [p.shape for p in fc.parameters]
     elif op in ("reduce", "reduce-window", "scatter", "sort"):
         shapes = [inst.shape] + [o.shape for o in inst.operands]
@@ -113,9 +113,12 @@ def fused_exec_time(producer, producer_rt: RunTime, consumer,
     return _fused_exec_time(producer, consumer, device, cache)
 
 
-def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -> float:
-    """:func:`fused_exec_time`, the helpers inlined (the same float operations in the
-    same order: results are bit-identical)."""
+def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache,
+                     producer_cost=None) -> float:
+    """The time of ``consumer`` with ``producer`` fused into it: the one formula
+    (:func:`_compute_time`, :func:`_read_time` twice and :func:`_combine`, inlined: the
+    same float operations in the same order, bit-identical results).  ``producer_cost``:
+    the producer's instruction cost, when the caller knows it."""
     entries = cache.entries
     ce = entries.get(consumer)
     if ce is None:
@@ -125,6 +128,7 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -
         consumer_cost = ce.cost = instruction_cost(consumer)
     utilization = 0.0
     producer_bytes_in_consumer = 0.0
+    producer_bytes = None  # shape_bytes(producer.shape), when a plain consumer asks
     i = 0
     if consumer.opcode == "fusion":  # cache.utilization / param_read_bytes, inlined
         comp = consumer.called[0]
@@ -148,14 +152,17 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -
         for o in consumer.operands:
             if o is producer:
                 utilization += _own_operand_utilization(consumer, i) if special else 1.0
-                producer_bytes_in_consumer += shape_bytes(producer.shape)
+                if producer_bytes is None:
+                    producer_bytes = shape_bytes(producer.shape)
+                producer_bytes_in_consumer += producer_bytes
             i += 1
-    pe = entries.get(producer)
-    if pe is None:
-        pe = entries[producer] = _CostEntry()
-    producer_cost = pe.cost
     if producer_cost is None:
-        producer_cost = pe.cost = instruction_cost(producer)
+        pe = entries.get(producer)
+        if pe is None:
+            pe = entries[producer] = _CostEntry()
+        producer_cost = pe.cost
+        if producer_cost is None:
+            producer_cost = pe.cost = instruction_cost(producer)
     flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + utilization * (
         producer_cost.flops + 4 * producer_cost.transcendentals)
     # _compute_time
@@ -175,13 +182,11 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -
     bandwidth = device.memory_bandwidth
     l2 = device.l2_cache_size
     b1 = bandwidth * L2_CACHE_SPEEDUP if other_reads < l2 else bandwidth
-    u = utilization
-    if 1e-9 > u:  # max(utilization, 1e-9)
-        u = 1e-9
+    if 1e-9 > utilization:  # max(utilization, 1e-9)
+        utilization = 1e-9
     b2 = bandwidth * L2_CACHE_SPEEDUP if producer_in < l2 else bandwidth
-    read = other_reads / b1 + (producer_in * u) / b2
-    write = consumer_cost.bytes_written / bandwidth
-    memory = read + write
+    memory = other_reads / b1 + (producer_in * utilization) / b2 + \
+        consumer_cost.bytes_written / bandwidth
     # _combine
     return compute + memory - MEMORY_COMPUTE_PARALLELISM * (
         memory if memory < compute else compute)
@@ -190,11 +195,9 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -
 def estimate_run_times(producer, consumers, multi_output: bool = False,
                        device: DeviceInfo = DEFAULT_DEVICE, cache: CostCache | None = None
                        ) -> tuple[float, float]:
-    """(time unfused, time with ``producer`` fused into each of ``consumers``).
-
-    :func:`run_time` and :func:`_fused_exec_time` inlined, the producer's share computed
-    once: the same float operations in the same order (bit-identical results), as this
-    runs for every candidate of the priority fusion."""
+    """(time unfused, time with ``producer`` fused into each of ``consumers``): the
+    run times of :func:`run_time` and the fused times of :func:`_fused_exec_time`, the
+    producer's cost looked up once."""
     cache = cache or CostCache()
     entries = cache.entries
     pe = entries.get(producer)
@@ -205,14 +208,6 @@ def estimate_run_times(producer, consumers, multi_output: bool = False,
     producer_cost = pe.cost
     if producer_cost is None:
         producer_cost = pe.cost = instruction_cost(producer)
-    producer_flops = producer_cost.flops + 4 * producer_cost.transcendentals
-    producer_in = producer_cost.bytes_read  # the producer's inputs, read instead
-    producer_bytes = None  # shape_bytes(producer.shape), when a plain consumer asks
-    fpus = device.core_count * device.fpus_per_core
-    flop_rate = device.clock_rate_ghz * 1e9 * 2
-    bandwidth = device.memory_bandwidth
-    l2 = device.l2_cache_size
-    b2 = bandwidth * L2_CACHE_SPEEDUP if producer_in < l2 else bandwidth
     unfused = KERNEL_LAUNCH_OVERHEAD * (len(consumers) + 1) + producer_rt.exec_time
     fused = KERNEL_LAUNCH_OVERHEAD * len(consumers)
     for consumer in consumers:
@@ -220,60 +215,8 @@ def estimate_run_times(producer, consumers, multi_output: bool = False,
         rt = ce.run_time if ce is not None else None
         if rt is None:
             rt = run_time(consumer, device, cache)
-            ce = entries[consumer]
         unfused += rt.exec_time
-        # _fused_exec_time(producer, consumer, device, cache)
-        consumer_cost = ce.cost
-        if consumer_cost is None:
-            consumer_cost = ce.cost = instruction_cost(consumer)
-        utilization = 0.0
-        producer_bytes_in_consumer = 0.0
-        i = 0
-        if consumer.opcode == "fusion":
-            comp = consumer.called[0]
-            params = comp.parameters
-            for o in consumer.operands:
-                if o is producer:
-                    memo = ce.util
-                    if memo is None:
-                        memo = ce.util = {}
-                    utilization += _param_utilization(comp, params[i], memo)
-                    per_param = ce.param_bytes
-                    if per_param is None:
-                        per_param = ce.param_bytes = {}
-                    b = per_param.get(i)
-                    if b is None:
-                        b = per_param[i] = fusion_param_read_bytes(params[i])
-                    producer_bytes_in_consumer += b
-                i += 1
-        else:
-            special = consumer.opcode in _UTILIZATION_OPCODES
-            for o in consumer.operands:
-                if o is producer:
-                    utilization += _own_operand_utilization(consumer, i) if special else 1.0
-                    if producer_bytes is None:
-                        producer_bytes = shape_bytes(producer.shape)
-                    producer_bytes_in_consumer += producer_bytes
-                i += 1
-        flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + \
-            utilization * producer_flops
-        threads = ce.threads
-        if threads is None:
-            threads = ce.threads = _threads(consumer)
-        active = threads if threads < fpus else fpus
-        if active < 1:
-            active = 1
-        compute = flops / (flop_rate * active)
-        other_reads = consumer_cost.bytes_read - producer_bytes_in_consumer
-        if 0.0 > other_reads:  # max(other_reads, 0.0)
-            other_reads = 0.0
-        b1 = bandwidth * L2_CACHE_SPEEDUP if other_reads < l2 else bandwidth
-        if 1e-9 > utilization:  # max(utilization, 1e-9)
-            utilization = 1e-9
-        memory = other_reads / b1 + (producer_in * utilization) / b2 + \
-            consumer_cost.bytes_written / bandwidth
-        fused += compute + memory - MEMORY_COMPUTE_PARALLELISM * (
-            memory if memory < compute else compute)
+        fused += _fused_exec_time(producer, consumer, device, cache, producer_cost)
     if multi_output:
         fused += producer_rt.write_time
     return unfused, fused

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+from hlo_opt.text.printer import attr_texts
+
 
 def _canonical_backend_config(raw: str) -> str:
     text = raw.strip()
@@ -28,7 +30,7 @@ def _canonical_backend_config(raw: str) -> str:
 def _attrs(inst, depth: int) -> list[str]:
     called_names = {"%" + c.name for c in inst.called}
     out = []
-    for text in inst.attr_texts(print_metadata=False):
+    for text in attr_texts(inst, print_metadata=False):
         name, _, value = text.partition("=")
         if name in ("control-predecessors", "metadata"):
             continue

@@ -10,6 +10,7 @@ fused computation changed is changed ("fused computation"), decided callees firs
 """
 from __future__ import annotations
 
+from ..text.printer import entry_computation_layout_text
 from .graph import attr_items
 from .mapping import Mapping
 from .options import DiffOptions
@@ -192,5 +193,5 @@ def _header_attrs(module) -> dict[str, str]:
     attrs = dict(module.header_attrs)
     if "entry_computation_layout" not in attrs and module.entry is not None \
             and module.entry.root is not None:
-        attrs["entry_computation_layout"] = module.entry_computation_layout_text()
+        attrs["entry_computation_layout"] = entry_computation_layout_text(module)
     return attrs

@@ -8,7 +8,7 @@ backend_config, sharding, ...) stay verbatim strings forever.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class AttrSyntaxError(ValueError):
@@ -206,23 +206,48 @@ class SliceSpec:
         return [d[2] for d in self.dims]
 
 
-@dataclass
-class ConvDimLabels:
-    """``dim_labels=b01f_01io->b01f`` as ConvolutionDimensionNumbers (``?`` marks a
-    dimension the numbers do not name: cuDNN's vectorized-feature dim, ``b01f?``)."""
+def _labels_text(a: int, a_ch: str, b: int, b_ch: str, spatial) -> str:
+    """One side of dim_labels, as long as its largest named dimension needs (XLA's
+    ConvolutionDimensionNumbersToString: unnamed dims in between print as ``?``)."""
+    chars = ["?"] * (max(a, b, *spatial) + 1)
+    chars[a] = a_ch
+    chars[b] = b_ch
+    for i, s in enumerate(spatial):
+        chars[s] = str(i)
+    return "".join(chars)
+
+
+def _missing_dim(rank: int, named) -> int | None:
+    """FindVectorizedDim: the first dimension below ``rank`` not in ``named``."""
+    named = set(named)
+    return next((d for d in range(rank) if d not in named), None)
+
+
+@dataclass(frozen=True)
+class ConvolutionDimensionNumbers:
+    """``dim_labels=b01f_01io->b01f`` (XLA's ConvolutionDimensionNumbers; ``?`` marks a
+    dimension the numbers do not name: cuDNN's vectorized-feature dim, ``b01f?``).
+    ``text``: the labels as written, when parsed (printed back as they were); numbers
+    made or edited by a pass (:meth:`with_`) print canonically."""
     input_batch: int
     input_feature: int
-    input_spatial: list[int]
+    input_spatial: tuple[int, ...]
     kernel_input_feature: int
     kernel_output_feature: int
-    kernel_spatial: list[int]
+    kernel_spatial: tuple[int, ...]
     output_batch: int
     output_feature: int
-    output_spatial: list[int]
-    text: str = ""
+    output_spatial: tuple[int, ...]
+    text: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        for name in ("input_spatial", "kernel_spatial", "output_spatial"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple):
+                object.__setattr__(self, name, tuple(v))
 
     @staticmethod
-    def parse(text: str) -> "ConvDimLabels":
+    def parse(text: str) -> "ConvolutionDimensionNumbers":
         m = re.fullmatch(r"([0-9bf?]+)_([0-9io?]+)->([0-9bf?]+)", text.strip())
         if not m:
             raise AttrSyntaxError(f"bad dim_labels '{text}'")
@@ -230,17 +255,43 @@ class ConvDimLabels:
 
         def spatial(s):
             pos = {int(c): i for i, c in enumerate(s) if c.isdigit()}
-            return [pos[k] for k in sorted(pos)]
+            return tuple(pos[k] for k in sorted(pos))
 
         try:
-            return ConvDimLabels(lhs.index("b"), lhs.index("f"), spatial(lhs), rhs.index("i"),
-                                 rhs.index("o"), spatial(rhs), out.index("b"), out.index("f"),
-                                 spatial(out), text.strip())
+            return ConvolutionDimensionNumbers(
+                lhs.index("b"), lhs.index("f"), spatial(lhs), rhs.index("i"), rhs.index("o"),
+                spatial(rhs), out.index("b"), out.index("f"), spatial(out), text.strip())
         except ValueError:
             raise AttrSyntaxError(f"bad dim_labels '{text}'") from None
 
+    @staticmethod
+    def of(inst) -> "ConvolutionDimensionNumbers":
+        """The numbers of a convolution (or cuDNN call), to edit: printed canonically."""
+        return inst.attr("dim_labels").with_()
+
+    def with_(self, **changes) -> "ConvolutionDimensionNumbers":
+        """These numbers with ``changes``; printed canonically."""
+        return replace(self, text="", **changes)
+
+    def canonical_text(self) -> str:
+        return (_labels_text(self.input_batch, "b", self.input_feature, "f",
+                             self.input_spatial)
+                + "_" + _labels_text(self.kernel_input_feature, "i",
+                                     self.kernel_output_feature, "o", self.kernel_spatial)
+                + "->" + _labels_text(self.output_batch, "b", self.output_feature, "f",
+                                      self.output_spatial))
+
     def to_text(self) -> str:
-        return self.text
+        return self.text or self.canonical_text()
+
+    def vectorized_dims(self, input_rank: int, kernel_rank: int, output_rank: int):
+        """FindVectorizedFeatureDims: the unnamed dimension of each side, or None."""
+        return (_missing_dim(input_rank, [self.input_batch, self.input_feature,
+                                          *self.input_spatial]),
+                _missing_dim(kernel_rank, [self.kernel_input_feature,
+                                           self.kernel_output_feature, *self.kernel_spatial]),
+                _missing_dim(output_rank, [self.output_batch, self.output_feature,
+                                           *self.output_spatial]))
 
 
 def parse_computation_ref_text(text: str) -> list[str]:
@@ -271,7 +322,7 @@ ATTR_PARSERS.update({name: parse_bool for name in _BOOL_ATTRS})
 ATTR_PARSERS.update({name: parse_string for name in _STRING_ATTRS})
 ATTR_PARSERS.update({
     "epsilon": parse_float, "window": Window.parse, "padding": PaddingConfig.parse,
-    "slice": SliceSpec.parse, "dim_labels": ConvDimLabels.parse,
+    "slice": SliceSpec.parse, "dim_labels": ConvolutionDimensionNumbers.parse,
 })
 
 # Attributes whose verbatim text has no meaningful spaces: printed with spaces removed so

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from .instruction import Instruction
+from .printing import printer
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -202,20 +203,10 @@ class Computation:
     def signature_shape(self) -> Shape:
         return self.root.shape
 
-    # ---- text -------------------------------------------------------------------------
+    # ---- text (printed by hlo_opt.text.printer) --------------------------------------
     def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
                 large_constants: bool = True) -> str:
-        params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
-                           for p in self.parameters if p is not None)
-        head = ("ENTRY " if self.is_entry else "") + \
-            f"%{self.name} ({params}) -> {self.root.shape.to_text(layout=False)}"
-        lines = [head + " {"]
-        for inst in self.post_order():
-            lines.append("  " + inst.to_text(operand_shapes, print_metadata, large_constants))
-        # XLA prints a non-main thread after the closing brace (HloComputation::Print)
-        lines.append("}" if self.execution_thread is None
-                     else f"}}, execution_thread=\"{self.execution_thread}\"")
-        return "\n".join(lines)
+        return printer("computation")(self, operand_shapes, print_metadata, large_constants)
 
     def __repr__(self):
         return f"<Computation %{self.name} ({len(self._instructions)} instructions)>"

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .attributes import ATTR_PARSERS, AttrSyntaxError, COMPACT_ATTRS, typed_to_text
-from .opcodes import (SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
+from .attributes import ATTR_PARSERS, AttrSyntaxError, typed_to_text
+from .dimension_numbers import (DotDimensionNumbers, GatherDimensionNumbers,
+                                ScatterDimensionNumbers)
+from .opcodes import (ELEMENTWISE, SIDE_EFFECT_ALWAYS, SIDE_EFFECT_LAYOUT_CONSTRAINED,
                       SIDE_EFFECT_POSSIBLE)
+from .printing import printer
 from .shape import Shape
-
-# Generic attributes XLA prints after the opcode-specific ones.
-TRAILING_ATTRS = frozenset({"sharding", "frontend_attributes", "statistics", "metadata",
-                            "backend_config", "origin", "parameter_replication",
-                            "result_accuracy"})
+from .types import BIT_WIDTH
 
 if TYPE_CHECKING:  # pragma: no cover
     from .computation import Computation
@@ -270,6 +269,27 @@ class Instruction:
     def fused_computation(self) -> "Computation":
         return self.called[0]
 
+    def is_elementwise(self) -> bool:
+        """XLA's HloInstruction::IsElementwise: the elementwise opcodes, copy and map; a
+        bitcast-convert only between types of one bit width (otherwise it adds or drops a
+        minor dimension); a fusion when every instruction of its body is."""
+        op = self.opcode
+        if op == "bitcast-convert":
+            operands = self.operands
+            return bool(operands) and BIT_WIDTH.get(self.shape.element_type) == \
+                BIT_WIDTH.get(operands[0].shape.element_type)
+        if op in ELEMENTWISE or op == "copy" or op == "map":
+            return True
+        if op == "fusion":
+            any_ = False
+            for i in self.called[0].iter_instructions():
+                if i.opcode != "parameter":
+                    if not i.is_elementwise():
+                        return False
+                    any_ = True
+            return any_
+        return False
+
     @property
     def is_multi_output_fusion(self) -> bool:
         """XLA's IsMultiOutputFusion: a fusion whose fused root is a tuple."""
@@ -289,80 +309,34 @@ class Instruction:
 
     @property
     def fusion_kind(self) -> str:
+        """A fusion's kind (``kLoop`` when not written)."""
         return self.attrs.get("kind", "kLoop")
+
+    @property
+    def dot_dimension_numbers(self) -> DotDimensionNumbers:
+        return DotDimensionNumbers.of(self)
+
+    @property
+    def gather_dimension_numbers(self) -> GatherDimensionNumbers:
+        return GatherDimensionNumbers.of(self)
+
+    @property
+    def scatter_dimension_numbers(self) -> ScatterDimensionNumbers:
+        return ScatterDimensionNumbers.of(self)
+
+    @property
+    def comparison_direction(self) -> str | None:
+        """A compare's ``direction`` (EQ, NE, LT, LE, GT, GE; the verifier checks it)."""
+        return self.attrs.get("direction")
 
     @property
     def custom_call_target(self) -> str:
         return self.attr("custom_call_target", "")
 
-    # ---- text -------------------------------------------------------------------------
-    def operand_text(self, operand_shapes: bool = True) -> str:
-        if self.opcode in ("constant", "parameter") or (self.payload and not self.operands):
-            return self.payload
-        if operand_shapes:
-            return ", ".join(f"{op.shape.to_text()} %{op.name}" for op in self.operands)
-        return ", ".join("%" + op.name for op in self.operands)
-
-    def _called_text(self) -> str:
-        attr = self.called_attr
-        if isinstance(attr, tuple):  # condition=, body= / select=, scatter= / true_, false_
-            return ", ".join(f"{a}=%{c.name}" for a, c in zip(attr, self.called))
-        if attr in ("branch_computations", "called_computations") or len(self.called) > 1:
-            return f"{attr}={{" + ", ".join("%" + c.name for c in self.called) + "}"
-        return f"{attr}=%{self.called[0].name}"
-
-    def attr_texts(self, print_metadata: bool = True) -> list[str]:
-        """Attributes in input order; called computations and control predecessors are
-        printed from live references at the place they were written (or before the
-        generic trailing attributes when a pass added them)."""
-        out = []
-        pending_called = bool(self.called) and self.called_attr is not None
-        pending_ctrl = bool(self.control_predecessors)
-        for name, raw in self.attrs.items():
-            if name == self.called_attr or (isinstance(self.called_attr, tuple)
-                                            and name == self.called_attr[0]):
-                if pending_called:
-                    out.append(self._called_text())
-                    pending_called = False
-                continue
-            if name == "control-predecessors":
-                if pending_ctrl:
-                    out.append(self._ctrl_text())
-                    pending_ctrl = False
-                continue
-            if name in TRAILING_ATTRS:
-                if pending_called:
-                    out.append(self._called_text())
-                    pending_called = False
-                if pending_ctrl:
-                    out.append(self._ctrl_text())
-                    pending_ctrl = False
-            if name == "metadata" and not print_metadata:
-                continue
-            if name in COMPACT_ATTRS:
-                raw = raw.replace(" ", "")
-            out.append(f"{name}={raw}")
-        if pending_called:
-            out.append(self._called_text())
-        if pending_ctrl:
-            out.append(self._ctrl_text())
-        return out
-
-    def _ctrl_text(self) -> str:
-        return "control-predecessors={" + ", ".join(
-            "%" + p.name for p in self.control_predecessors) + "}"
-
+    # ---- text (printed by hlo_opt.text.printer) --------------------------------------
     def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
                 large_constants: bool = True) -> str:
-        payload = self.operand_text(operand_shapes)
-        if not large_constants and self.opcode == "constant" and self.shape.is_array() \
-                and self.shape.num_elements() > 10:
-            payload = "{...}"
-        head = f"%{self.name} = {self.shape.to_text()} {self.opcode}({payload})"
-        attrs = self.attr_texts(print_metadata)
-        if attrs:
-            head += ", " + ", ".join(attrs)
-        return ("ROOT " if self.is_root else "") + head
+        return printer("instruction")(self, operand_shapes, print_metadata, large_constants)
 
     def __repr__(self):
         return f"<{self.opcode} %{self.name}>"

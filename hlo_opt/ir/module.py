@@ -7,6 +7,7 @@ import re
 from .computation import Computation
 from .config import HloModuleConfig
 from .instruction import Instruction
+from .printing import printer
 
 _SUFFIX_RE = re.compile(r"^(.*?)(?:\.(\d+))?$")
 
@@ -261,17 +262,11 @@ class HloModule:
         return {c for comp in self.computations for inst in comp.instructions
                 if inst.opcode == "fusion" for c in inst.called}
 
-    # ---- text -------------------------------------------------------------------------
-    def entry_computation_layout_text(self) -> str:
-        entry = self.entry
-        params = ", ".join(p.shape.to_text() for p in entry.parameters if p is not None)
-        return "{(" + params + ")->" + entry.root.shape.to_text() + "}"
-
+    # ---- text (printed by hlo_opt.text.printer) --------------------------------------
     def to_text(self, operand_shapes: bool = True, print_metadata: bool = True,
                 large_constants: bool = True, syntax_sugar_async_ops: bool = False) -> str:
-        from ..text.printer import module_to_text
-        return module_to_text(self, operand_shapes, print_metadata, large_constants,
-                              syntax_sugar_async_ops)
+        return printer("module")(self, operand_shapes, print_metadata, large_constants,
+                                 syntax_sugar_async_ops)
 
     def __str__(self):
         return self.to_text()

@@ -10,14 +10,12 @@ import numpy as np
 
 from hlo_opt.ir.attributes import int_list_text
 from hlo_opt.ir.computation import Computation
+from hlo_opt.ir.dimension_numbers import DotDimensionNumbers
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import numpy_dtype
 from hlo_opt.rewrite.dead import remove_dead
-
-_DOT_ATTR_ORDER = ("lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims",
-                   "rhs_contracting_dims")
 
 
 def slice_text(starts, limits, strides) -> str:
@@ -230,13 +228,7 @@ class Builder:
         dims = [ls[d] for d in lb]
         dims += [ls[i] for i in range(len(ls)) if i not in lb and i not in lc]
         dims += [rs[i] for i in range(len(rs)) if i not in rb and i not in rc]
-        attrs = {}
-        values = {"lhs_batch_dims": lb, "lhs_contracting_dims": lc, "rhs_batch_dims": rb,
-                  "rhs_contracting_dims": rc}
-        for name in _DOT_ATTR_ORDER:
-            v = values[name]
-            if v or name.endswith("contracting_dims"):
-                attrs[name] = int_list_text(v)
+        attrs = DotDimensionNumbers(tuple(lb), tuple(lc), tuple(rb), tuple(rc)).attrs()
         for k, v in (extra_attrs or {}).items():
             attrs[k] = v
         return self._add("dot", array_shape(et, dims), [lhs, rhs], attrs=attrs)
@@ -244,8 +236,7 @@ class Builder:
 
 def dot_dims(inst: Instruction):
     """(lhs_batch, lhs_contracting, rhs_batch, rhs_contracting) as lists."""
-    return (list(inst.attr("lhs_batch_dims", ())), list(inst.attr("lhs_contracting_dims", ())),
-            list(inst.attr("rhs_batch_dims", ())), list(inst.attr("rhs_contracting_dims", ())))
+    return inst.dot_dimension_numbers.lists()
 
 
 def dot_extra_attrs(inst: Instruction, swap: bool = False) -> dict:

@@ -25,15 +25,9 @@ from hlo_opt.ir.shape import Shape
 from hlo_opt.rewrite.graph import (add_computation, add_gte, drop_computation, remove,
                                    remove_parameter)
 
-__all__ = ["absorb", "create_fusion", "fused_parameter", "fusion_outputs", "is_mof",
-           "param_for", "set_kind"]
+__all__ = ["absorb", "create_fusion", "fused_parameter", "param_for", "set_kind"]
 
 FUSED_COMPUTATION_NAME = "fused_computation"
-
-
-# the IR's definitions, under the names the fusion passes use
-is_mof = Instruction.is_multi_output_fusion.fget
-fusion_outputs = Instruction.fusion_outputs
 
 
 def fused_parameter(fusion: Instruction, operand: Instruction) -> Instruction:
@@ -150,17 +144,40 @@ def _wrap_moving(comp: Computation, fc: Computation, inst: Instruction, operands
     return fusion
 
 
-def _inline(fusion: Instruction, other: Instruction, clones: list | None = None
-            ) -> list[Instruction]:
+def _move_into(fc: Computation, inst: Instruction, operands, old_names: list) -> Instruction:
+    """Move ``inst`` into ``fc`` reading ``operands`` (the counterpart of
+    :func:`_clone_into` for an instruction that dies with the absorb): its users
+    re-register as they move, in post order, as copies get them; its name goes to
+    ``old_names`` (released by the caller where the copy's source would be)."""
+    for o in inst.operands:
+        o.remove_user(inst)
+    inst.operands = operands
+    inst.take_users()
+    for o in operands:
+        o.add_user(inst)
+    inst.parent.unlink(inst)
+    old_names.append(inst.name)
+    fc.add_instruction(inst)
+    return inst
+
+
+def _inline(fusion: Instruction, other: Instruction, clones: list | None = None,
+            old_names: list | None = None) -> list[Instruction]:
     """Copy ``other`` (an instruction or a fusion's body) into ``fusion``; returns the
     fused values of its outputs (``clones``, when given, receives the new fused
-    instructions in post order)."""
+    instructions in post order).  ``old_names`` given: ``other`` dies with this fusion
+    (see :func:`_movable`), so its instructions move into the fusion instead of being
+    copied (:func:`_move_into`).  Everything a copy would observe is kept: the new names
+    (taken in the same order), the parameters (same calls in the same order), each
+    instruction's users and the insertion order of the fused computation."""
     fc = fusion.called[0]
     if other.opcode != "fusion":
-        clone = _clone_into(fc, other, [param_for(fusion, o) for o in other.operands])
+        operands = [param_for(fusion, o) for o in other.operands]
+        placed = _clone_into(fc, other, operands) if old_names is None else \
+            _move_into(fc, other, operands, old_names)
         if clones is not None:
-            clones.append(clone)
-        return [clone]
+            clones.append(placed)
+        return [placed]
     oc = other.called[0]
     mapping: dict[Instruction, Instruction] = {}
     root = oc.root
@@ -171,9 +188,11 @@ def _inline(fusion: Instruction, other: Instruction, clones: list | None = None
         elif inst is root and mof:
             continue
         else:
-            clone = mapping[inst] = _clone_into(fc, inst, [mapping[o] for o in inst.operands])
+            operands = [mapping[o] for o in inst.operands]
+            placed = mapping[inst] = _clone_into(fc, inst, operands) if old_names is None \
+                else _move_into(fc, inst, operands, old_names)
             if clones is not None:
-                clones.append(clone)
+                clones.append(placed)
     return [mapping[o] for o in root.operands] if mof else [mapping[root]]
 
 
@@ -206,56 +225,6 @@ def _movable(fusion: Instruction, other: Instruction, comp: Computation, module,
                 "control-predecessors" in inst.attrs:
             return False
     return True
-
-
-def _inline_moving(fusion: Instruction, other: Instruction, clones: list | None,
-                   old_names: list) -> list[Instruction]:
-    """:func:`_inline` for an ``other`` that dies with this fusion (see :func:`_movable`):
-    its instructions move into the fusion instead of being copied.  Everything a copy
-    would observe is kept: the new names (taken in the same order, the old ones released
-    by the caller where the copy's source would be), the parameters (same calls in the
-    same order), each moved instruction's users (rebuilt in post order, as copies get
-    them) and the insertion order of the fused computation."""
-    fc = fusion.called[0]
-    if other.opcode != "fusion":
-        operands = [param_for(fusion, o) for o in other.operands]
-        comp = other.parent
-        for o in other.operands:
-            o.remove_user(other)
-        comp.unlink(other)
-        other.operands = operands
-        for o in operands:
-            o.add_user(other)
-        other.take_users()
-        old_names.append(other.name)
-        fc.add_instruction(other)
-        if clones is not None:
-            clones.append(other)
-        return [other]
-    oc = other.called[0]
-    mapping: dict[Instruction, Instruction] = {}
-    root = oc.root
-    mof = root.opcode == "tuple"
-    for inst in oc.post_order():
-        if inst.opcode == "parameter":
-            mapping[inst] = param_for(fusion, other.operands[int(inst.payload)])
-            continue
-        if inst is root and mof:
-            continue
-        operands = [mapping[o] for o in inst.operands]
-        for o in inst.operands:
-            o.remove_user(inst)
-        inst.operands = operands
-        inst.take_users()  # its users re-register as they move, in post order
-        for o in operands:
-            o.add_user(inst)
-        oc.unlink(inst)
-        old_names.append(inst.name)
-        fc.add_instruction(inst)
-        mapping[inst] = inst
-        if clones is not None:
-            clones.append(inst)
-    return [mapping[o] for o in root.operands] if mof else [mapping[root]]
 
 
 def _make_mof(fusion: Instruction) -> None:
@@ -299,14 +268,14 @@ def absorb(fusion: Instruction, other: Instruction, as_output: bool = False,
     moved_names = None
     if move and _movable(fusion, other, comp, module, as_output):
         moved_names = []
-        outs = _inline_moving(fusion, other, clones, moved_names)
+        outs = _inline(fusion, other, clones, moved_names)
     else:
         outs = _inline(fusion, other, clones)
     # uses of `other` inside the fusion now read the inlined values
     for i in range(len(fusion.operands) - 1, -1, -1):
         o = fusion.operands[i]
         if o is other:
-            value = outs[0] if len(outs) == 1 and not is_mof(other) else \
+            value = outs[0] if len(outs) == 1 and not other.is_multi_output_fusion else \
                 fc.add("tuple", other.shape, list(outs), name="tuple")
         elif o.opcode == "get-tuple-element" and o.operands[0] is other:
             value = outs[o.attr("index")]
@@ -317,13 +286,13 @@ def absorb(fusion: Instruction, other: Instruction, as_output: bool = False,
         if o is not other and not o.user_count and comp.root is not o:
             remove(comp, o)
     if as_output:
-        if not is_mof(fusion):
+        if not fusion.is_multi_output_fusion:
             _make_mof(fusion)
         base = None
         for out in outs:
             k = _append_output(fusion, out)
             base = k if base is None else base
-        if is_mof(other):
+        if other.is_multi_output_fusion:
             for g in other.users:
                 if g.opcode == "get-tuple-element":
                     idx = base + g.attr("index")

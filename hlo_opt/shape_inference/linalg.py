@@ -123,10 +123,10 @@ def convolution(inst) -> Shape:
     for s, side in ((lhs, "lhs"), (rhs, "rhs")):
         if s.rank != rank:
             fail(f"convolution {side} {text(s)} must have rank {rank}")
-    for label, dims in (("input", [dn.input_batch, dn.input_feature] + dn.input_spatial),
+    for label, dims in (("input", [dn.input_batch, dn.input_feature] + list(dn.input_spatial)),
                         ("kernel", [dn.kernel_input_feature, dn.kernel_output_feature]
-                         + dn.kernel_spatial),
-                        ("output", [dn.output_batch, dn.output_feature] + dn.output_spatial)):
+                         + list(dn.kernel_spatial)),
+                        ("output", [dn.output_batch, dn.output_feature] + list(dn.output_spatial))):
         if sorted(dims) != list(range(rank)):
             fail(f"convolution {label} dim_labels must name each of {rank} dims once")
     in_batch, in_feat = lhs.dims[dn.input_batch], lhs.dims[dn.input_feature]

@@ -1,4 +1,7 @@
-"""Canonical HLO text, as XLA's HloModule::ToString prints it.
+"""Canonical HLO text, as XLA's HloModule::ToString prints it: instructions,
+computations and modules.  All printing of the IR lives here; the IR's ``to_text``
+methods call these functions through :mod:`hlo_opt.ir.printing` (registered below), so
+the IR never imports this package.
 
 ``print(parse(print(m)))`` is byte-identical to ``print(m)``.
 """
@@ -7,12 +10,124 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..ir.attributes import quote_string
+from ..ir import printing
+from ..ir.attributes import COMPACT_ATTRS, quote_string
 
-if TYPE_CHECKING:  # pragma: no cover - the IR imports this module, not the reverse
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ir.computation import Computation
+    from ..ir.instruction import Instruction
     from ..ir.module import HloModule
 
 _PLAIN_NAME_RE = re.compile(r"[A-Za-z_$][\w.\-$]*", re.ASCII)
+
+# Generic attributes XLA prints after the opcode-specific ones.
+TRAILING_ATTRS = frozenset({"sharding", "frontend_attributes", "statistics", "metadata",
+                            "backend_config", "origin", "parameter_replication",
+                            "result_accuracy"})
+
+
+# ---- instructions ---------------------------------------------------------------------------
+
+def operand_text(inst: Instruction, operand_shapes: bool = True) -> str:
+    """What goes between the parentheses: the operands (or a constant's / parameter's
+    payload)."""
+    if inst.opcode in ("constant", "parameter") or (inst.payload and not inst.operands):
+        return inst.payload
+    if operand_shapes:
+        return ", ".join(f"{op.shape.to_text()} %{op.name}" for op in inst.operands)
+    return ", ".join("%" + op.name for op in inst.operands)
+
+
+def _called_text(inst: Instruction) -> str:
+    attr = inst.called_attr
+    if isinstance(attr, tuple):  # condition=, body= / select=, scatter= / true_, false_
+        return ", ".join(f"{a}=%{c.name}" for a, c in zip(attr, inst.called))
+    if attr in ("branch_computations", "called_computations") or len(inst.called) > 1:
+        return f"{attr}={{" + ", ".join("%" + c.name for c in inst.called) + "}"
+    return f"{attr}=%{inst.called[0].name}"
+
+
+def _ctrl_text(inst: Instruction) -> str:
+    return "control-predecessors={" + ", ".join(
+        "%" + p.name for p in inst.control_predecessors) + "}"
+
+
+def attr_texts(inst: Instruction, print_metadata: bool = True) -> list[str]:
+    """Attributes in input order; called computations and control predecessors are
+    printed from live references at the place they were written (or before the generic
+    trailing attributes when a pass added them)."""
+    out = []
+    called_attr = inst.called_attr
+    pending_called = bool(inst.called) and called_attr is not None
+    pending_ctrl = bool(inst.control_predecessors)
+    for name, raw in inst.attrs.items():
+        if name == called_attr or (isinstance(called_attr, tuple)
+                                   and name == called_attr[0]):
+            if pending_called:
+                out.append(_called_text(inst))
+                pending_called = False
+            continue
+        if name == "control-predecessors":
+            if pending_ctrl:
+                out.append(_ctrl_text(inst))
+                pending_ctrl = False
+            continue
+        if name in TRAILING_ATTRS:
+            if pending_called:
+                out.append(_called_text(inst))
+                pending_called = False
+            if pending_ctrl:
+                out.append(_ctrl_text(inst))
+                pending_ctrl = False
+        if name == "metadata" and not print_metadata:
+            continue
+        if name in COMPACT_ATTRS:
+            raw = raw.replace(" ", "")
+        out.append(f"{name}={raw}")
+    if pending_called:
+        out.append(_called_text(inst))
+    if pending_ctrl:
+        out.append(_ctrl_text(inst))
+    return out
+
+
+def instruction_to_text(inst: Instruction, operand_shapes: bool = True,
+                        print_metadata: bool = True, large_constants: bool = True) -> str:
+    payload = operand_text(inst, operand_shapes)
+    if not large_constants and inst.opcode == "constant" and inst.shape.is_array() \
+            and inst.shape.num_elements() > 10:
+        payload = "{...}"
+    head = f"%{inst.name} = {inst.shape.to_text()} {inst.opcode}({payload})"
+    attrs = attr_texts(inst, print_metadata)
+    if attrs:
+        head += ", " + ", ".join(attrs)
+    return ("ROOT " if inst.is_root else "") + head
+
+
+# ---- computations ---------------------------------------------------------------------------
+
+def computation_to_text(comp: Computation, operand_shapes: bool = True,
+                        print_metadata: bool = True, large_constants: bool = True) -> str:
+    params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
+                       for p in comp.parameters if p is not None)
+    head = ("ENTRY " if comp.is_entry else "") + \
+        f"%{comp.name} ({params}) -> {comp.root.shape.to_text(layout=False)}"
+    lines = [head + " {"]
+    for inst in comp.post_order():
+        lines.append("  " + instruction_to_text(inst, operand_shapes, print_metadata,
+                                                large_constants))
+    # XLA prints a non-main thread after the closing brace (HloComputation::Print)
+    lines.append("}" if comp.execution_thread is None
+                 else f"}}, execution_thread=\"{comp.execution_thread}\"")
+    return "\n".join(lines)
+
+
+# ---- modules --------------------------------------------------------------------------------
+
+def entry_computation_layout_text(module: HloModule) -> str:
+    entry = module.entry
+    params = ", ".join(p.shape.to_text() for p in entry.parameters if p is not None)
+    return "{(" + params + ")->" + entry.root.shape.to_text() + "}"
 
 
 def module_header(module: HloModule) -> str:
@@ -22,7 +137,7 @@ def module_header(module: HloModule) -> str:
         ordered = {}
         if "is_scheduled" in attrs:
             ordered["is_scheduled"] = attrs.pop("is_scheduled")
-        ordered["entry_computation_layout"] = module.entry_computation_layout_text()
+        ordered["entry_computation_layout"] = entry_computation_layout_text(module)
         ordered.update(attrs)
         attrs = ordered
     name = module.name
@@ -48,9 +163,10 @@ def module_to_text(module: HloModule, operand_shapes: bool = True, print_metadat
         if comp in hidden:
             continue
         if not sugar or not any(i in sugar for i in comp.iter_instructions()):
-            parts.append(comp.to_text(operand_shapes, print_metadata, large_constants))
+            parts.append(computation_to_text(comp, operand_shapes, print_metadata,
+                                             large_constants))
             continue
-        text = comp.to_text(operand_shapes, print_metadata, large_constants)
+        text = computation_to_text(comp, operand_shapes, print_metadata, large_constants)
         lines = text.split("\n")
         for k, inst in enumerate(comp.post_order(), start=1):
             if inst in sugar:
@@ -101,12 +217,16 @@ def _sugared_async(module) -> dict:
 
 def _sugared_line(inst, root, operand_shapes: bool, print_metadata: bool) -> str:
     if inst.opcode != "async-start":
-        line = inst.to_text(operand_shapes, print_metadata)
+        line = instruction_to_text(inst, operand_shapes, print_metadata)
         return line.replace(f" {inst.opcode}(", f" {root.opcode}-{inst.opcode[6:]}(", 1)
-    own = [a for a in inst.attr_texts(print_metadata) if not a.startswith("calls=")]
-    attrs = own + list(root.attr_texts(print_metadata))
+    own = [a for a in attr_texts(inst, print_metadata) if not a.startswith("calls=")]
+    attrs = own + attr_texts(root, print_metadata)
     head = (f"%{inst.name} = {inst.shape.to_text()} {root.opcode}-start"
-            f"({inst.operand_text(operand_shapes)})")
+            f"({operand_text(inst, operand_shapes)})")
     if attrs:
         head += ", " + ", ".join(attrs)
     return ("ROOT " if inst.is_root else "") + head
+
+
+printing.register(instruction=instruction_to_text, computation=computation_to_text,
+                  module=module_to_text)

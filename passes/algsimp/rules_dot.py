@@ -41,7 +41,7 @@ def _dot_empty(ctx, lhs, rhs):
 
 
 def _no_contracting_dims(d) -> bool:
-    return not d.attr("lhs_contracting_dims", ())
+    return not d.dot_dimension_numbers.lhs_contracting_dims
 
 
 @r(P("dot", X("lhs"), X("rhs"), pred=_no_contracting_dims),
@@ -65,12 +65,13 @@ def _dot_outer(ctx, lhs, rhs):  # (exact=False: a dot accumulates from +0: -0 co
 
 
 def _one_side_batch_and_contracting_only(d) -> bool:
-    lc = d.attr("lhs_contracting_dims", ())
+    dnums = d.dot_dimension_numbers
+    lc = dnums.lhs_contracting_dims
     if not lc:
         return False
     lhs, rhs = d.operands
-    return (len(d.attr("lhs_batch_dims", ())) + len(lc) == lhs.shape.rank
-            or len(d.attr("rhs_batch_dims", ())) + len(d.attr("rhs_contracting_dims", ()))
+    return (len(dnums.lhs_batch_dims) + len(lc) == lhs.shape.rank
+            or len(dnums.rhs_batch_dims) + len(dnums.rhs_contracting_dims)
             == rhs.shape.rank)
 
 

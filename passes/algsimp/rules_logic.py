@@ -46,7 +46,7 @@ def _lt_info(cmp):
     """(var, bound) for compare(var, s32 scalar const, LT) or compare(const, var, GT)."""
     if cmp.opcode != "compare":
         return None
-    d = cmp.attrs.get("direction")
+    d = cmp.comparison_direction
     a, b = cmp.operands
 
     def sconst(i):
@@ -113,7 +113,7 @@ def _notnot(ctx, x):
 
 # ---- compare ---------------------------------------------------------------------------
 def _dir(inst):
-    return inst.attrs.get("direction")
+    return inst.comparison_direction
 
 
 def _total_order(inst):

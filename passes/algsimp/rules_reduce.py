@@ -670,8 +670,8 @@ def _gather_small(ctx, op, idx):
     n = ctx.opts.very_small_gather_size
     if op.shape.rank != 1 or op.shape.dims[0] > n:
         return None
-    if g.attr("index_vector_dim") != idx.shape.rank or \
-            len(g.attr("collapsed_slice_dims", ())) != 1:
+    dnums = g.gather_dimension_numbers
+    if dnums.index_vector_dim != idx.shape.rank or len(dnums.collapsed_slice_dims) != 1:
         return None
     bld = ctx.b
 

@@ -21,9 +21,7 @@ dim has no ``?``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-
-from hlo_opt.ir.attributes import Window, WindowDim
+from hlo_opt.ir.attributes import ConvolutionDimensionNumbers, Window, WindowDim
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
@@ -39,67 +37,6 @@ FORWARD_TARGETS = (CONV_FORWARD, CONV_BIAS_ACTIVATION)
 _NAMES = {CONV_FORWARD: "cudnn-conv", CONV_BACKWARD_INPUT: "cudnn-conv-bw-input",
           CONV_BACKWARD_FILTER: "cudnn-conv-bw-filter",
           CONV_BIAS_ACTIVATION: "cudnn-conv-bias-activation"}
-
-
-def _labels_text(a: int, a_ch: str, b: int, b_ch: str, spatial) -> str:
-    """One side of dim_labels, as long as its largest named dimension needs (XLA's
-    ConvolutionDimensionNumbersToString: unnamed dims in between print as ``?``)."""
-    chars = ["?"] * (max(a, b, *spatial) + 1)
-    chars[a] = a_ch
-    chars[b] = b_ch
-    for i, s in enumerate(spatial):
-        chars[s] = str(i)
-    return "".join(chars)
-
-
-def _missing_dim(rank: int, named) -> int | None:
-    """FindVectorizedDim: the first dimension below ``rank`` not in ``named``."""
-    named = set(named)
-    return next((d for d in range(rank) if d not in named), None)
-
-
-@dataclass
-class DimNums:
-    """ConvolutionDimensionNumbers, mutable."""
-    input_batch: int
-    input_feature: int
-    input_spatial: list[int]
-    kernel_input_feature: int
-    kernel_output_feature: int
-    kernel_spatial: list[int]
-    output_batch: int
-    output_feature: int
-    output_spatial: list[int] = field(default_factory=list)
-
-    @staticmethod
-    def of(inst: Instruction) -> "DimNums":
-        d = inst.attr("dim_labels")
-        return DimNums(d.input_batch, d.input_feature, list(d.input_spatial),
-                       d.kernel_input_feature, d.kernel_output_feature, list(d.kernel_spatial),
-                       d.output_batch, d.output_feature, list(d.output_spatial))
-
-    def copy(self) -> "DimNums":
-        return DimNums(self.input_batch, self.input_feature, list(self.input_spatial),
-                       self.kernel_input_feature, self.kernel_output_feature,
-                       list(self.kernel_spatial), self.output_batch, self.output_feature,
-                       list(self.output_spatial))
-
-    def to_text(self) -> str:
-        return (_labels_text(self.input_batch, "b", self.input_feature, "f",
-                             self.input_spatial)
-                + "_" + _labels_text(self.kernel_input_feature, "i",
-                                     self.kernel_output_feature, "o", self.kernel_spatial)
-                + "->" + _labels_text(self.output_batch, "b", self.output_feature, "f",
-                                      self.output_spatial))
-
-    def vectorized_dims(self, input_rank: int, kernel_rank: int, output_rank: int):
-        """FindVectorizedFeatureDims: the unnamed dimension of each side, or None."""
-        return (_missing_dim(input_rank, [self.input_batch, self.input_feature,
-                                          *self.input_spatial]),
-                _missing_dim(kernel_rank, [self.kernel_input_feature,
-                                           self.kernel_output_feature, *self.kernel_spatial]),
-                _missing_dim(output_rank, [self.output_batch, self.output_feature,
-                                           *self.output_spatial]))
 
 
 def window_of(inst: Instruction) -> Window:
@@ -153,7 +90,7 @@ def config_text(config: dict) -> str:
 
 
 def make_cudnn_conv(comp, target: str, result: Shape, lhs: Instruction, rhs: Instruction,
-                    window: Window, dnums: DimNums, feature_group_count: int,
+                    window: Window, dnums: ConvolutionDimensionNumbers, feature_group_count: int,
                     metadata: str | None, extra_operands=(), config: str | None = None,
                     scratch: int = 0) -> Instruction:
     """``(result, u8[scratch]) custom-call(lhs, rhs, ...)`` as XLA's CreateGpuConv."""
@@ -171,7 +108,7 @@ def make_cudnn_conv(comp, target: str, result: Shape, lhs: Instruction, rhs: Ins
 
 
 def clone_conv(comp, conv: Instruction, operands, result: Shape | None = None,
-               window: Window | None = None, dnums: DimNums | None = None,
+               window: Window | None = None, dnums: ConvolutionDimensionNumbers | None = None,
                config: str | None = None) -> Instruction:
     """``conv`` with other operands (and, given, another result array shape, window, dim
     labels or backend config), under the same name once ``conv`` is gone."""
@@ -250,7 +187,7 @@ def supports_optimized_integer_conv(conv: Instruction, compute_capability,
     result = conv.shape.tuple_shapes[0]
     if not (is_integral(x.element_type) and is_integral(w.element_type)):
         return False
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     if not (len(dn.input_spatial) == len(dn.kernel_spatial) == len(dn.output_spatial) == 2):
         return False
     window = window_of(conv)

@@ -20,14 +20,14 @@ cudnn-conv-rewriter does not create them).
 """
 from __future__ import annotations
 
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
 from hlo_opt.ir.attributes import Window
 
 from hlo_opt.rewrite.builder import Builder
 
-from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_TARGETS,
-                         FORWARD_TARGETS, DimNums, clone_conv, has_dilation,
-                         has_negative_padding, has_symmetric_padding, is_cudnn_conv,
-                         replace_call, sliced_result, window_of)
+from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_TARGETS, FORWARD_TARGETS,
+                         clone_conv, has_dilation, has_negative_padding, has_symmetric_padding,
+                         is_cudnn_conv, replace_call, sliced_result, window_of)
 from hlo_opt.rewrite.graph import fusible_computations
 
 
@@ -40,7 +40,7 @@ def _zero_pad(b: Builder, x, config):
     return b.pad(x, b.scalar(0, x.shape.element_type), config)
 
 
-def padded_and_sliced_input(b: Builder, window: Window, dn: DimNums, x):
+def padded_and_sliced_input(b: Builder, window: Window, dn: ConvolutionDimensionNumbers, x):
     """MaybePaddedAndSlicedInput: ``x`` with the window's uneven/positive padding and base
     dilation applied by a ``pad`` and its negative padding by a ``slice``; ``window``
     loses what was applied."""
@@ -67,7 +67,7 @@ def padded_and_sliced_input(b: Builder, window: Window, dn: DimNums, x):
     return x
 
 
-def padded_kernel(b: Builder, window: Window, dn: DimNums, w):
+def padded_kernel(b: Builder, window: Window, dn: ConvolutionDimensionNumbers, w):
     """MaybePaddedKernel: window dilation as interior padding of the kernel."""
     if not any(d.window_dilation != 1 for d in window.dims):
         return w
@@ -81,7 +81,7 @@ def canonicalize_forward(comp, conv) -> bool:
     if is_forward_canonical(conv):
         return False
     b = Builder(comp)
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     window = window_of(conv)
     x = padded_and_sliced_input(b, window, dn, conv.operands[0])
     w = padded_kernel(b, window, dn, conv.operands[1])
@@ -115,7 +115,7 @@ def canonicalize_backward_filter(comp, conv) -> bool:
     if even is None:
         return False
     window, moved = even
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     x = conv.operands[0]
     config = [(0, 0, 0)] * x.shape.rank
     for (lo, hi), s in zip(moved, dn.input_spatial):
@@ -134,7 +134,7 @@ def canonicalize_backward_input(comp, conv) -> bool:
     if even is None:
         return False
     window, moved = even
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     result = conv.shape.tuple_shapes[0]
     dims = list(result.dims)
     starts = [0] * result.rank

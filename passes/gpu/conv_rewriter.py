@@ -35,6 +35,7 @@ is not a backward input one, before the other matches).
 """
 from __future__ import annotations
 
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
 from hlo_opt.ir.attributes import Window, WindowDim, int_list_text
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
@@ -42,9 +43,8 @@ from hlo_opt.ir.types import is_float, is_integral
 
 from hlo_opt.rewrite.builder import Builder
 
-from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_FORWARD, DimNums,
-                         make_cudnn_conv, padding_high_for, replace_call, replace_with_result,
-                         window_of)
+from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_FORWARD, make_cudnn_conv,
+                         padding_high_for, replace_call, replace_with_result, window_of)
 from hlo_opt.rewrite.graph import add_gte, fusible_computations, remove_dead_operands
 
 _F8_SUPPORTED = frozenset({"f8e4m3fn", "f8e5m2"})
@@ -74,7 +74,7 @@ def _degenerate_insertion(reshape) -> int | None:
     return None
 
 
-def conv1d_as_2d(conv, dn: DimNums, window: Window) -> bool:
+def conv1d_as_2d(conv, dn: ConvolutionDimensionNumbers, window: Window) -> bool:
     """MaybeConv1dToConv2d: a 2-D convolution whose filter is a reshape inserting one
     degenerate kernel spatial dimension."""
     if len(window.dims) != 2 or conv.operands[1].opcode != "reshape":
@@ -82,7 +82,7 @@ def conv1d_as_2d(conv, dn: DimNums, window: Window) -> bool:
     return _degenerate_insertion(conv.operands[1]) in dn.kernel_spatial
 
 
-def looks_like_forward(conv, dn: DimNums) -> bool:
+def looks_like_forward(conv, dn: ConvolutionDimensionNumbers) -> bool:
     """LooksLikeForwardConvolution: batch and output features kept, no kernel spatial dim
     larger than the output's (backward-filter convolutions swap these)."""
     lhs, rhs, out = conv.operands[0].shape, conv.operands[1].shape, conv.shape
@@ -93,7 +93,7 @@ def looks_like_forward(conv, dn: DimNums) -> bool:
     return all(rhs.dims[k] <= out.dims[o] for k, o in zip(dn.kernel_spatial, dn.output_spatial))
 
 
-def can_implement_forward(conv, dn: DimNums, window: Window) -> bool:
+def can_implement_forward(conv, dn: ConvolutionDimensionNumbers, window: Window) -> bool:
     """CanImplementAsGpuForwardConv."""
     if len(dn.input_spatial) > 3:
         return False
@@ -121,7 +121,7 @@ def _backward_window(dims) -> Window | None:
     return None if any(d is None for d in out) else Window(out)
 
 
-def match_backward_filter(conv, dn: DimNums, window: Window):
+def match_backward_filter(conv, dn: ConvolutionDimensionNumbers, window: Window):
     """MatchBackwardFilter: (window, dim numbers, lhs) of the backward-filter call."""
     if conv.attr("feature_group_count", 1) > 1 or looks_like_forward(conv, dn):
         return None
@@ -141,13 +141,13 @@ def match_backward_filter(conv, dn: DimNums, window: Window):
                          for d, s, o in zip(window.dims, dn.input_spatial, dn.output_spatial))
     if w is None:
         return None
-    bdn = DimNums(dn.input_feature, dn.input_batch, list(dn.input_spatial),
+    bdn = ConvolutionDimensionNumbers(dn.input_feature, dn.input_batch, list(dn.input_spatial),
                   dn.output_batch, dn.output_feature, list(dn.output_spatial),
                   dn.kernel_input_feature, dn.kernel_output_feature, list(dn.kernel_spatial))
     return w, bdn, conv.operands[0]
 
 
-def _reversed_conv1d_filter(conv, dn: DimNums, window: Window):
+def _reversed_conv1d_filter(conv, dn: ConvolutionDimensionNumbers, window: Window):
     """The filter under ``reshape(reverse(filter))`` of a 1-D convolution written as 2-D
     when the reverse flips exactly the real kernel spatial dim (XLA only asks for a
     reverse; flipping another dim would change the result), else None."""
@@ -162,7 +162,7 @@ def _reversed_conv1d_filter(conv, dn: DimNums, window: Window):
     return rev.operands[0] if sorted(rev.dimensions) == sorted(spatial) else None
 
 
-def match_backward_input(conv, dn: DimNums, window: Window):
+def match_backward_input(conv, dn: ConvolutionDimensionNumbers, window: Window):
     """MatchBackwardInput: (window, dim numbers, make_rhs) of the backward-input call;
     ``make_rhs(comp)`` adds what the call's filter operand needs (nothing is added
     before)."""
@@ -186,7 +186,7 @@ def match_backward_input(conv, dn: DimNums, window: Window):
                          for d, s, o in zip(window.dims, dn.input_spatial, dn.output_spatial))
     if w is None:
         return None
-    bdn = DimNums(dn.output_batch, dn.output_feature, list(dn.output_spatial),
+    bdn = ConvolutionDimensionNumbers(dn.output_batch, dn.output_feature, list(dn.output_spatial),
                   dn.kernel_output_feature, dn.kernel_input_feature, list(dn.kernel_spatial),
                   dn.input_batch, dn.input_feature, list(dn.input_spatial))
 
@@ -214,7 +214,8 @@ def _merge_before(b: Builder, x: Instruction, src: int, dst: int):
     return b.reshape(t, dims), {d: k for k, d in enumerate(order)}
 
 
-def batch_groups_to_feature_groups(b: Builder, conv, dn: DimNums) -> Instruction:
+def batch_groups_to_feature_groups(b: Builder, conv, dn: ConvolutionDimensionNumbers
+                                   ) -> Instruction:
     """ConvertBatchGroupedToFeatureGroupedConvolution's new lhs: the input batch N split
     into [G, N/G] and G merged above the input features."""
     lhs = conv.operands[0]
@@ -239,7 +240,7 @@ def rewrite_convolution(conv) -> Instruction | None:
     comp = conv.parent
     if not check_types(conv, comp.module.config.device.compute_capability):
         return None
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     window = window_of(conv)
     groups = conv.attr("feature_group_count", 1)
     batch_groups = conv.attr("batch_group_count", 1)
@@ -264,7 +265,7 @@ def rewrite_convolution(conv) -> Instruction | None:
 
 
 # ---- batch groups written as a spatial dimension ----------------------------------------------
-def batch_group_spatial_dim(conv, dn: DimNums, window: Window) -> int | None:
+def batch_group_spatial_dim(conv, dn: ConvolutionDimensionNumbers, window: Window) -> int | None:
     """The first spatial dim that pairs input slice k with kernel slice k only (window
     size = lhs dilation = B >= 2, stride B-1, no padding, window dilation or reversal;
     input, kernel and output of size B), in an ungrouped convolution."""
@@ -285,7 +286,7 @@ def restore_batch_groups(conv) -> Instruction | None:
     """A value equal to ``conv`` computed by a cuDNN call on the batch-grouped form of
     its batch-group spatial dim (None, with nothing added, when there is none or cuDNN
     cannot run the batch-grouped convolution)."""
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     window = window_of(conv)
     i = batch_group_spatial_dim(conv, dn, window)
     if i is None:
@@ -299,7 +300,7 @@ def restore_batch_groups(conv) -> Instruction | None:
     s_out = dn.output_spatial[i]
     order = [d for d in range(conv.shape.rank) if d != s_out]
     m_out = {d: k for k, d in enumerate(order)}
-    gdn = DimNums(m_in[dn.input_batch], m_in[dn.input_feature],
+    gdn = ConvolutionDimensionNumbers(m_in[dn.input_batch], m_in[dn.input_feature],
                   [m_in[s] for k, s in enumerate(dn.input_spatial) if k != i],
                   m_k[dn.kernel_input_feature], m_k[dn.kernel_output_feature],
                   [m_k[s] for k, s in enumerate(dn.kernel_spatial) if k != i],
@@ -337,7 +338,7 @@ class GpuConvRewriter:
             for conv in comp.post_order():
                 if conv.opcode != "convolution" or conv.parent is not comp:
                     continue
-                dn, window = DimNums.of(conv), window_of(conv)
+                dn, window = ConvolutionDimensionNumbers.of(conv), window_of(conv)
                 value = None
                 if match_backward_input(conv, dn, window) is None:
                     value = restore_batch_groups(conv)

@@ -66,8 +66,9 @@ def is_cublas_supported_matmul(dot: Instruction, allow_matrix_vector: bool = Fal
 def is_canonical(dot: Instruction) -> bool:
     """CheckCanonical: all but the last two dimensions of each operand are batch
     dimensions, numbered 0..n-1 on both sides."""
-    lb = list(dot.attr("lhs_batch_dims", ()))
-    rb = list(dot.attr("rhs_batch_dims", ()))
+    dnums = dot.dot_dimension_numbers
+    lb = list(dnums.lhs_batch_dims)
+    rb = list(dnums.rhs_batch_dims)
     if len(lb) + 2 != dot.operands[0].shape.rank or len(rb) + 2 != dot.operands[1].shape.rank:
         return False
     return lb == list(range(len(lb))) and rb == list(range(len(lb)))
@@ -130,7 +131,7 @@ def triton_would_handle(dot: Instruction, device) -> bool:
     types = {o.shape.element_type for o in dot.operands[:2]}
     if not types <= _TRITON_INPUT_TYPES or dot.shape.element_type not in _TRITON_OUTPUT_TYPES:
         return False
-    if len(dot.attr("lhs_batch_dims", ())) > 1:
+    if len(dot.dot_dimension_numbers.lhs_batch_dims) > 1:
         return False
     for i, side in ((0, "lhs"), (1, "rhs")):
         shape = dot.operands[i].shape

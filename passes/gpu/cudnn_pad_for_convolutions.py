@@ -22,14 +22,15 @@ scratch buffer is u8[0]).
 """
 from __future__ import annotations
 
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
 from hlo_opt.rewrite.builder import Builder
 
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_BIAS_ACTIVATION,
-                         CONV_TARGETS, FORWARD_TARGETS, ComputeCapabilityPass, DimNums,
-                         clone_conv, is_cudnn_conv, replace_call, sliced_result,
+                         CONV_TARGETS, FORWARD_TARGETS, ComputeCapabilityPass, clone_conv,
+                         is_cudnn_conv, replace_call, sliced_result,
                          supports_optimized_integer_conv)
 from hlo_opt.rewrite.graph import fusible_computations
 
@@ -87,7 +88,7 @@ def tensor_core_shapes(conv):
         return None
     if conv.attr("feature_group_count", 1) > 1 or conv.attr("batch_group_count", 1) > 1:
         return None
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     shapes = [conv.operands[0].shape, conv.operands[1].shape, result]   # lhs, rhs, result
     # which of them is cuDNN's input, filter and output
     data_in, filt, data_out = {CONV_BACKWARD_INPUT: (2, 1, 0),
@@ -119,7 +120,7 @@ def integer_shapes(conv, pad_to: int, compute_capability):
     result = conv.shape.tuple_shapes[0]
     if not is_integral(x.element_type) or conv.custom_call_target not in FORWARD_TARGETS:
         return None
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     shapes = [o.shape for o in conv.operands] + [result]
     vect = dn.vectorized_dims(x.rank, w.rank, result.rank)
     in_v, k_v, out_v = (s.dims[d] if d is not None else 1

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import json
 
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_integral
 
 from hlo_opt.rewrite.builder import Builder
 
-from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, ComputeCapabilityPass, DimNums,
-                         clone_conv, replace_call,
-                         supports_optimized_integer_conv)
+from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, ComputeCapabilityPass, clone_conv,
+                         replace_call, supports_optimized_integer_conv)
 from hlo_opt.rewrite.graph import fusible_computations
 
 
@@ -95,27 +95,27 @@ def unrevectorize(b: Builder, x, dim: int, vect_dim: int, orig_vect_size: int):
     return collapse(b, x, dim)
 
 
-def vectorize_dnums(dn: DimNums, reordered_filter: bool) -> DimNums:
+def vectorize_dnums(dn: ConvolutionDimensionNumbers, reordered_filter: bool
+                    ) -> ConvolutionDimensionNumbers:
     """VectorizeDnums: room for a vector dim right after each feature dim."""
-    out = dn.copy()
-
     def bump(d, at):
         return d + 1 if d > at else d
+    changes = {}
     at = dn.input_feature
-    out.input_batch = bump(dn.input_batch, at)
-    out.input_spatial = [bump(d, at) for d in dn.input_spatial]
+    changes["input_batch"] = bump(dn.input_batch, at)
+    changes["input_spatial"] = [bump(d, at) for d in dn.input_spatial]
     if not reordered_filter:
         at = dn.kernel_input_feature
-        out.kernel_output_feature = bump(dn.kernel_output_feature, at)
-        out.kernel_spatial = [bump(d, at) for d in dn.kernel_spatial]
+        changes["kernel_output_feature"] = bump(dn.kernel_output_feature, at)
+        changes["kernel_spatial"] = [bump(d, at) for d in dn.kernel_spatial]
     at = dn.output_feature
-    out.output_batch = bump(dn.output_batch, at)
-    out.output_spatial = [bump(d, at) for d in dn.output_spatial]
-    return out
+    changes["output_batch"] = bump(dn.output_batch, at)
+    changes["output_spatial"] = [bump(d, at) for d in dn.output_spatial]
+    return dn.with_(**changes)
 
 
 # ---- cudnnReorderFilterAndBias as HLO --------------------------------------------------------
-def filter_reordering(dims, dn: DimNums):
+def filter_reordering(dims, dn: ConvolutionDimensionNumbers):
     """CudnnInferTransposeForFilterReordering: (split dims, permutation, result dims) of
     the reshape-transpose-reshape that puts an [O, I, H, W] (or [O, I/k, H, W, k], k = 4 or
     32) filter into cuDNN's reordered int8x32 layout [O, I/32, H, W, 32]."""
@@ -154,14 +154,13 @@ def _reshape_transpose_reshape(b: Builder, x, split, perm, result):
     return b.reshape(b.transpose(b.reshape(x, split), perm), result)
 
 
-def reorder_int8_nchw_vect(b: Builder, operands, dn: DimNums) -> DimNums:
+def reorder_int8_nchw_vect(b: Builder, operands, dn: ConvolutionDimensionNumbers
+                           ) -> ConvolutionDimensionNumbers:
     """ReorderInt8NchwVect: reorder operands[1] (filter) and operands[2] (bias, if any) in
     place; returns the dim numbers with the filter as ``oi01?``."""
     operands[1] = _reshape_transpose_reshape(b, operands[1],
                                              *filter_reordering(operands[1].shape.dims, dn))
-    out = dn.copy()
-    out.kernel_output_feature, out.kernel_input_feature = 0, 1
-    out.kernel_spatial = [2, 3]
+    out = dn.with_(kernel_output_feature=0, kernel_input_feature=1, kernel_spatial=[2, 3])
     if len(operands) > 2:
         n = operands[2].shape.dims[0]
         if n % 32:
@@ -191,7 +190,8 @@ def _use_reordering(conv, vect_size: int) -> bool:
         _reordered_config(conv) is not None
 
 
-def _finish(comp, conv, operands, dn: DimNums, result_dims, reorder: bool, restore):
+def _finish(comp, conv, operands, dn: ConvolutionDimensionNumbers, result_dims, reorder: bool,
+            restore):
     """The new call (same name, window and config but for the reordering flag) and the
     ``tuple(restore(value), scratch)`` that replaces ``conv``."""
     b = Builder(comp)
@@ -216,7 +216,7 @@ def try_revectorize(comp, conv, cc, vect_size: int) -> bool:
     ``vect_size``."""
     x, w = conv.operands[0], conv.operands[1]
     result = conv.shape.tuple_shapes[0]
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     in_v, k_v, out_v = dn.vectorized_dims(x.shape.rank, w.shape.rank, result.rank)
     if in_v is None or k_v is None or out_v is None:
         return False
@@ -252,7 +252,7 @@ def try_vectorize(comp, conv, cc, vect_size: int) -> bool:
     """TryVectorizeConv: a plain convolution to NCHW_VECT_C with vector ``vect_size``."""
     x, w = conv.operands[0], conv.operands[1]
     result = conv.shape.tuple_shapes[0]
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     if x.shape.dims[dn.input_feature] % vect_size or \
             result.dims[dn.output_feature] % vect_size:
         return False

@@ -15,11 +15,12 @@ The call computes ``act(conv_result_scale * conv(x, w) + side_input_scale * side
 """
 from __future__ import annotations
 
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
 from hlo_opt.ir.shape import Shape
 
-from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, DimNums, config_text,
-                         conv_config, is_cudnn_conv, make_cudnn_conv, replace_call,
-                         replace_with_result, window_of)
+from ._conv_util import (CONV_BIAS_ACTIVATION, CONV_FORWARD, config_text, conv_config,
+                         is_cudnn_conv, make_cudnn_conv, replace_call, replace_with_result,
+                         window_of)
 from hlo_opt.rewrite.graph import fusible_computations
 
 _TYPES = frozenset({"f16", "bf16", "f32"})
@@ -29,7 +30,7 @@ def _is_depthwise(conv) -> bool:
     groups = conv.attr("feature_group_count", 1)
     if groups == 1:
         return False
-    dn = DimNums.of(conv)
+    dn = ConvolutionDimensionNumbers.of(conv)
     return conv.operands[0].shape.dims[dn.input_feature] == groups
 
 
@@ -62,7 +63,7 @@ class _Rewriter:
         if conv.custom_call_target == CONV_BIAS_ACTIVATION:
             return conv
         comp = self.comp
-        dn = DimNums.of(conv)
+        dn = ConvolutionDimensionNumbers.of(conv)
         out = conv.shape.tuple_shapes[0]
         features = out.dims[dn.output_feature]
         zero = comp.add("constant", Shape.array(out.element_type, ()), name="constant",
@@ -78,7 +79,8 @@ class _Rewriter:
 
     def _with(self, conv, operands, config: dict):
         new = make_cudnn_conv(self.comp, CONV_BIAS_ACTIVATION, conv.shape.tuple_shapes[0],
-                              operands[0], operands[1], window_of(conv), DimNums.of(conv),
+                              operands[0], operands[1], window_of(conv),
+                              ConvolutionDimensionNumbers.of(conv),
                               conv.attr("feature_group_count", 1), conv.attrs.get("metadata"),
                               operands[2:], config_text(config))
         return new
@@ -96,7 +98,7 @@ class _Rewriter:
             cfg = conv_config(conv).get("cudnn_conv_backend_config", {})
             if cfg.get("activation_mode", "kNone") != "kNone":
                 return
-            dn = DimNums.of(conv)
+            dn = ConvolutionDimensionNumbers.of(conv)
             is_bias = (addend.opcode == "broadcast" and addend.operands[0].shape.rank == 1
                        and list(addend.dimensions) == [dn.output_feature]
                        and addend.shape.element_type == value.shape.element_type)

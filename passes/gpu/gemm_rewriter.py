@@ -49,8 +49,7 @@ def _precision(inst: Instruction) -> dict:
 # ---- which dots ---------------------------------------------------------------------------
 
 def _dims(inst: Instruction):
-    return (list(inst.attr("lhs_batch_dims", ())), list(inst.attr("lhs_contracting_dims", ())),
-            list(inst.attr("rhs_batch_dims", ())), list(inst.attr("rhs_contracting_dims", ())))
+    return inst.dot_dimension_numbers.lists()
 
 
 def is_matrix_multiplication(dot: Instruction) -> bool:

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from hlo_opt.analysis.reachability import Reachability
 
-from hlo_opt.analysis.gpu.fusible import (fusion_fits_in_budget, is_consumer_the_only_non_root_user,
-                                          is_fusion_kind, is_input_fusible_reduction,
-                                          real_hero_for_mof, shapes_compatible_for_mof)
+from hlo_opt.analysis.gpu.fusible import (is_consumer_the_only_non_root_user, is_fusion_kind,
+                                          is_input_fusible_reduction, real_hero_for_mof,
+                                          shapes_compatible_for_mof)
+from hlo_opt.analysis.gpu.fusion_facts import fusion_fits_in_budget
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted
 

@@ -19,7 +19,7 @@ from hlo_opt.ir.shape import Shape
 
 from hlo_opt.analysis.gpu.fusible import (fused_instructions, is_consumer_the_only_non_root_user,
                                           is_elementwise, is_loop_fusion)
-from hlo_opt.rewrite.fusion import create_fusion, fusion_outputs
+from hlo_opt.rewrite.fusion import create_fusion
 from hlo_opt.rewrite.graph import (add_computation, add_gte, computation_batch, control_tainted,
                                    drop_computation, remove)
 
@@ -30,7 +30,7 @@ MAX_CUDA_PARAM_SIZE = 4000
 
 
 def _element_types(inst) -> set:
-    return {o.shape.element_type for o in fusion_outputs(inst)}
+    return {o.shape.element_type for o in inst.fusion_outputs()}
 
 
 def _is_fusible_candidate(inst: Instruction, tainted: set = frozenset()) -> bool:
@@ -71,7 +71,7 @@ def _shares_parameter(inst, candidates) -> bool:
 
 
 def _output_count(inst) -> int:
-    return len(fusion_outputs(inst))
+    return len(inst.fusion_outputs())
 
 
 def _instr_count(inst) -> int:
@@ -158,7 +158,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
     for k in range(n_out):
         parts = []
         for f in fusions:
-            v = clone_map[fusion_outputs(f)[k]]
+            v = clone_map[f.fusion_outputs()[k]]
             if v.shape.rank != 1:
                 flat = Shape.array(v.shape.element_type, (v.shape.num_elements(),))
                 v = fc.add("reshape", flat, [v], name="reshape")
@@ -171,7 +171,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
     for k, cat in enumerate(concatenated):
         start = 0
         for j, f in enumerate(fusions):
-            size = fusion_outputs(f)[k].shape.num_elements()
+            size = f.fusion_outputs()[k].shape.num_elements()
             slices[n_out * j + k] = fc.add(
                 "slice", Shape.array(cat.shape.element_type, (size,)), [cat], name="slice",
                 attrs={"slice": f"{{[{start}:{start + size}]}}"})
@@ -186,7 +186,7 @@ def _fuse(comp: Computation, fusions: list) -> Instruction:
     for f in fusions:
         outs = []
         for k in range(n_out):
-            out_shape = fusion_outputs(f)[k].shape
+            out_shape = f.fusion_outputs()[k].shape
             g = add_gte(comp, hfusion, total)
             total += 1
             if out_shape.rank != 1:

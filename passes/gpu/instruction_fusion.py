@@ -24,13 +24,11 @@ from __future__ import annotations
 from hlo_opt.analysis.reachability import Reachability
 from hlo_opt.fuel import consume_fuel
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, creates_heavy_computation,
-                                          is_input_fusible, effectively_at_most_unary,
-                                          fusion_fits_in_budget, gpu_is_expensive,
-                                          is_always_duplicable, is_fusible,
-                                          is_input_fusible_reduction, is_physically_transposing,
-                                          producer_consumer_fusible, reuses_operand_elements,
-                                          should_fuse_in_place_op)
+from hlo_opt.analysis.gpu.fusible import (creates_heavy_computation, effectively_at_most_unary,
+                                          gpu_is_expensive, is_always_duplicable, is_fusible,
+                                          is_physically_transposing, producer_consumer_fusible,
+                                          reuses_operand_elements, should_fuse_in_place_op)
+from hlo_opt.analysis.gpu.fusion_facts import FusionFacts, fusion_fits_in_budget
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
 from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
@@ -46,7 +44,7 @@ class FusionRules:
         self.device = module.config.device
         self.may_duplicate = may_duplicate
         self.evaluations: dict = {}
-        self.info = FusionInfoCache()
+        self.info = FusionFacts()
         self.tainted: set = set()  # instructions with control edges (per computation)
 
     # InstructionFusion::ShouldFuse
@@ -65,11 +63,11 @@ class FusionRules:
         producer = consumer.operands[i]
         if producer.opcode == "fusion":
             return "the producer is a fusion"
-        if consumer.opcode == "fusion" and consumer.attrs.get("kind") == "kCustom":
+        if consumer.opcode == "fusion" and consumer.fusion_kind == "kCustom":
             return "the consumer is a custom fusion"
         if gpu_is_expensive(producer) and reuses_operand_elements(consumer, i):
             return "the producer is expensive, and the consumer reuses inputs"
-        if self.info.memo("input_reduction", consumer, is_input_fusible_reduction) and \
+        if self.info.input_fusible_reduction(consumer) and \
                 self.info.memo("transposing", producer, is_physically_transposing):
             return "fusing the producer would break read coalescing"
         reason = producer_consumer_fusible(
@@ -105,9 +103,7 @@ class FusionRules:
 
     def fuse(self, producer, consumer, comp, kind: str | None = None):
         """Fuse ``producer`` into ``consumer`` (wrapping it in a fusion first)."""
-        kind = kind or ("kInput" if self.info.memo("input_fusible", consumer, is_input_fusible)
-                        or self.info.memo("input_fusible", producer, is_input_fusible)
-                        else "kLoop")
+        kind = kind or self.info.fusion_kind(producer, consumer)
         if consumer.opcode == "fusion":
             fusion = consumer
             set_kind(fusion, kind)

@@ -22,10 +22,10 @@ propagation that keeps copies few).
 from __future__ import annotations
 
 from hlo_opt.analysis.layout import major_to_minor
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
 from hlo_opt.ir.shape import Layout, Shape
 
-from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, DimNums,
-                         is_cudnn_conv)
+from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, is_cudnn_conv)
 from hlo_opt.analysis.gpu.fusible import is_elementwise
 from hlo_opt.rewrite.graph import fusible_computations, remove_dead_operands
 from .gemm_rewriter import is_gemm
@@ -38,7 +38,7 @@ def _layout(major_to_minor_dims) -> Layout:
 def conv_layouts(call, device) -> tuple[Layout, Layout, Layout] | None:
     """(input, filter, output) layouts cuDNN wants, for the forward convolution the call's
     dim_labels describe; None for integer convolutions (left alone)."""
-    dn = DimNums.of(call)
+    dn = ConvolutionDimensionNumbers.of(call)
     target = call.custom_call_target
     x_type = call.operands[0].shape.element_type
     if x_type.startswith(("s", "u")):
@@ -49,13 +49,13 @@ def conv_layouts(call, device) -> tuple[Layout, Layout, Layout] | None:
         nhwc = x_type in ("f16", "bf16") and device.compute_capability >= (7, 0) and \
             len(dn.input_spatial) == 2
     if nhwc:
-        data_in = [dn.input_batch] + dn.input_spatial + [dn.input_feature]
-        data_out = [dn.output_batch] + dn.output_spatial + [dn.output_feature]
-        filt = [dn.kernel_output_feature] + dn.kernel_spatial + [dn.kernel_input_feature]
+        data_in = [dn.input_batch] + list(dn.input_spatial) + [dn.input_feature]
+        data_out = [dn.output_batch] + list(dn.output_spatial) + [dn.output_feature]
+        filt = [dn.kernel_output_feature] + list(dn.kernel_spatial) + [dn.kernel_input_feature]
     else:
-        data_in = [dn.input_batch, dn.input_feature] + dn.input_spatial
-        data_out = [dn.output_batch, dn.output_feature] + dn.output_spatial
-        filt = [dn.kernel_output_feature, dn.kernel_input_feature] + dn.kernel_spatial
+        data_in = [dn.input_batch, dn.input_feature] + list(dn.input_spatial)
+        data_out = [dn.output_batch, dn.output_feature] + list(dn.output_spatial)
+        filt = [dn.kernel_output_feature, dn.kernel_input_feature] + list(dn.kernel_spatial)
     del target
     return _layout(data_in), _layout(filt), _layout(data_out)
 

@@ -21,13 +21,13 @@ from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.fuel import consume_fuel
 from hlo_opt.analysis.reachability import Reachability
 
-from hlo_opt.analysis.gpu.fusible import (FusionInfoCache, choose_fusion_kind,
-                                          fusion_fits_in_budget, is_fusible_as_mof_root,
-                                          is_fusion_kind, is_mof, producer_multi_output_fusible,
+from hlo_opt.analysis.gpu.fusible import (choose_fusion_kind, is_fusible_as_mof_root,
+                                          is_fusion_kind, producer_multi_output_fusible,
                                           real_hero_for_mof, shapes_compatible_for_mof)
+from hlo_opt.analysis.gpu.fusion_facts import (FusionFacts, fusion_fits_in_budget,
+                                               producer_consumer_merged_too_large)
 from hlo_opt.rewrite.fusion import absorb, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations
-from .fusion_merger import producer_consumer_merged_too_large
 
 
 def _is_profitable_operand(inst) -> bool:
@@ -72,7 +72,7 @@ def _slices_disjoint(a, b, parent) -> str | None:
 
 
 def _fusion_priority(inst) -> int:
-    if is_mof(inst):
+    if inst.is_multi_output_fusion:
         return 2
     return 1 if inst.opcode == "fusion" else 0
 
@@ -107,7 +107,7 @@ def sibling_candidate(inst) -> str | None:
     reason = _root_reason(inst)
     if reason:
         return reason
-    if is_mof(inst) and any(u.opcode != "get-tuple-element" for u in inst.users):
+    if inst.is_multi_output_fusion and any(u.opcode != "get-tuple-element" for u in inst.users):
         return "there exists a non-GTE user"
     return None
 
@@ -145,7 +145,7 @@ class GpuMultiOutputFusion:
     def _run_on(self, comp) -> bool:
         self.costs = CostCache()
         reach = Reachability(comp)
-        info = FusionInfoCache()
+        info = FusionFacts()
         self.info = info
         self.tainted = control_tainted(comp)
         changed = False
@@ -189,7 +189,7 @@ class GpuMultiOutputFusion:
         reason = self._root_ok(inst)
         if reason:
             return reason
-        if is_mof(inst) and any(u.opcode != "get-tuple-element" for u in inst.users):
+        if inst.is_multi_output_fusion and any(u.opcode != "get-tuple-element" for u in inst.users):
             return "there exists a non-GTE user"
         return None
 
@@ -239,9 +239,9 @@ class GpuMultiOutputFusion:
     # -- producer / consumer --
     def _pick_consumer(self, producer, reach: Reachability, info):
         users = producer.users
-        if not users or (len(users) == 1 and not is_mof(users[0])):
+        if not users or (len(users) == 1 and not users[0].is_multi_output_fusion):
             return None
-        if producer.opcode == "fusion" and producer.attrs.get("kind") == "kCustom":
+        if producer.opcode == "fusion" and producer.fusion_kind == "kCustom":
             return None
         if producer_multi_output_fusible(producer) or _tuple_valued_root(producer):
             return None
@@ -256,7 +256,8 @@ class GpuMultiOutputFusion:
             elif not memo("mof_root_fusible", consumer, is_fusible_as_mof_root) or \
                     memo("tuple_root", consumer, _tuple_valued_root):
                 continue
-            if is_mof(consumer) and any(u.opcode != "get-tuple-element" for u in consumer.users):
+            if consumer.is_multi_output_fusion and any(
+                    u.opcode != "get-tuple-element" for u in consumer.users):
                 continue
             if self._shapes_compatible(producer, consumer):
                 continue

@@ -16,8 +16,9 @@ are integers of nanoseconds as in XLA.
 
 Cost, as XLA's: priorities live in a heap and only the neighbourhood of a fusion (the new
 fusion and its operands) is priced again.  What pricing asks is memoized per instruction
-and dropped when the instruction changes: the fusibility facts (:class:`_Facts`, a
-fusion's found in one walk over its body), the cost model's entries
+and dropped when the instruction changes: the fusibility facts
+(:class:`~hlo_opt.analysis.gpu.fusion_facts.FusionFacts`, a fusion's found in one walk over
+its body), the cost model's entries
 (:class:`~hlo_opt.analysis.cost.CostCache`), can-fuse answers, and each consumer's
 indexing evaluation, which grows with the fusion instead of being rebuilt
 (:meth:`~._indexing.IndexingEvaluation.absorbed`).  A producer that dies with the fusion
@@ -27,121 +28,29 @@ checks all of this against recomputing from scratch.
 from __future__ import annotations
 
 import heapq
-from heapq import heappush
 
 from hlo_opt.analysis.cost import CostCache
 from hlo_opt.analysis.perf_model import estimate_run_times
 from hlo_opt.fuel import consume_fuel
 
-from hlo_opt.analysis.gpu.fusible import (MAX_OPERANDS_AND_OUTPUTS_PER_FUSION,
-                                          MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION, _shared_memory,
-                                          _subshape_count, _unnested_reductions,
-                                          can_emit_input_fused_scatter, choose_fusion_kind,
-                                          fused_instructions, is_elementwise,
+from hlo_opt.analysis.gpu.fusible import (can_emit_input_fused_scatter, choose_fusion_kind,
                                           is_fusible as hlo_is_fusible, is_input_fusible,
-                                          is_input_fusible_reduction, in_place_operands, is_intermediate,
+                                          is_input_fusible_reduction, in_place_operands,
                                           should_fuse_in_place_op)
-from hlo_opt.ir.opcodes import EMITTER_FUSIBLE
+from hlo_opt.analysis.gpu.fusion_facts import (FusionFacts, all_intermediate,
+                                               fusion_fits_in_budget_facts, gpu_fusible,
+                                               merged_too_large_facts, significant_reduce)
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion, set_kind
 from hlo_opt.rewrite.graph import computation_batch, control_tainted, fusible_computations, remove
-from hlo_opt.analysis.gpu.indexing import IndexingEvaluation
-from .fusion_merger import (_SPLITTING, MAX_BASIC_BLOCK_SPLITS_PER_FUSION, MAX_IR_SIZE,
-                            _ir_size, _splits)
 
-_ELEMENTAL = EMITTER_FUSIBLE
 INF = float("inf")
 _MISSING = object()
 # operands of a new fusion whose priority is not recomputed (see the loop)
 _NOT_REPRICED = frozenset({"broadcast", "constant", "get-tuple-element"})
 
 
-def gpu_fusible(inst) -> bool:
-    """priority_fusion.cc's IsFusible: elementwise ops and what the emitters handle."""
-    if not hlo_is_fusible(inst):
-        return False
-    if inst.opcode == "fusion":
-        return inst.attrs.get("kind") != "kCustom"
-    if is_elementwise(inst):
-        return True
-    return inst.opcode in _ELEMENTAL
-
-
-def _significant_reduce(inst) -> bool:
-    op = inst.opcode
-    if op == "fusion":
-        body = inst.called[0].iter_instructions()
-    elif op == "reduce":
-        body = (inst,)
-    else:
-        return False
-    for node in body:
-        if node.opcode == "reduce" and node.shape.is_array():
-            if node.operands[0].shape.num_elements() // max(node.shape.num_elements(), 1) >= 16:
-                return True
-    return False
-
-
-def _all_intermediate(inst) -> bool:
-    if inst.opcode != "fusion":
-        return is_intermediate(inst)
-    return all(is_intermediate(i) for i in fused_instructions(inst))
-
-
 def _is_small_constant(inst) -> bool:
     return inst.opcode == "constant" and inst.shape.is_array() and inst.shape.num_elements() <= 1
-
-
-class _Facts:
-    """The memoized per-instruction facts :meth:`GpuPriorityFusion.can_fuse` asks (None:
-    not asked yet); functions of the instruction itself (its body, shapes, operand count,
-    kind), dropped with the record when the instruction changes.  A fusion's are all
-    found in one walk over its body (:func:`_fusion_facts`)."""
-
-    __slots__ = ("fusible", "sigred", "inred", "infus", "allint", "shared", "reductions",
-                 "splits", "irsize", "inscatter", "inplace")
-
-    def __init__(self):
-        self.fusible = self.sigred = self.inred = self.infus = self.allint = None
-        self.shared = self.reductions = self.splits = self.irsize = None
-        self.inscatter = self.inplace = None
-
-
-def _fusion_facts(fusion) -> _Facts:
-    """The facts of a fusion that one walk over its body finds (the same values as
-    gpu_fusible, _significant_reduce, _shared_memory, _unnested_reductions, _splits,
-    _ir_size and is_input_fusible_scatter ask one by one); the rest stay to be asked."""
-    f = _Facts()
-    comp = fusion.called[0]
-    sigred = False
-    shared = reductions = splits = irsize = 0
-    splitting = _SPLITTING
-    for i in comp.iter_instructions():
-        op = i.opcode
-        if op == "parameter":
-            continue
-        irsize += 1
-        if op in splitting:
-            splits += 1
-        if op == "reduce":
-            if not sigred and i.shape.is_array() and i.operands[0].shape.num_elements() // max(
-                    i.shape.num_elements(), 1) >= 16:
-                sigred = True
-            shared += _shared_memory(i)
-            reductions += _unnested_reductions(i)
-        elif op == "copy" or op == "transpose":
-            shared += _shared_memory(i)
-        elif op == "fusion":
-            shared += _shared_memory(i)
-            reductions += _unnested_reductions(i)
-    kind = fusion.attrs.get("kind")
-    f.fusible = kind != "kCustom"  # hlo_is_fusible is true for every fusion
-    f.sigred = sigred
-    f.shared = shared
-    f.reductions = reductions
-    f.splits = splits
-    f.irsize = irsize
-    f.inscatter = (kind or "kLoop") == "kInput" and comp.root.opcode == "scatter"
-    return f
 
 
 class _Queue:
@@ -189,8 +98,7 @@ class GpuPriorityFusion:
     def _run(self, module) -> bool:
         self.options = module.config.debug_options
         self.device = module.config.device
-        self._facts: dict = {}  # instruction -> _Facts
-        self._smem_budget = self.device.shared_memory_per_block
+        self.facts = FusionFacts()
         self.costs = CostCache()
         self.evaluations: dict = {}
         changed = False
@@ -200,26 +108,29 @@ class GpuPriorityFusion:
 
     # -- decisions --
     def can_fuse(self, producer, consumer) -> str | None:
-        """The fusion decision (None: fuse).  The per-instruction facts it asks are
-        memoized in ``self._facts`` (dropped when an instruction changes); this runs for
-        every candidate pair, so it reads them directly."""
+        """The fusion decision (None: fuse): priority_fusion.cc's rules, then the budget
+        rules every fusion pass shares (:mod:`~hlo_opt.analysis.gpu.fusion_facts`).  The
+        per-instruction facts it asks are memoized in ``self.facts`` (dropped when an
+        instruction changes); this runs for every candidate pair, so it reads their
+        records directly."""
         tainted = self.tainted
         if tainted and (producer in tainted or consumer in tainted):
             return "control dependencies"
-        facts = self._facts
+        facts = self.facts
+        records = facts.records
         pop = producer.opcode
         cop = consumer.opcode
-        pf = facts.get(producer)
+        pf = records.get(producer)
         if pf is None:
-            pf = facts[producer] = _fusion_facts(producer) if pop == "fusion" else _Facts()
+            pf = facts.record(producer)
         v = pf.fusible
         if v is None:
             v = pf.fusible = gpu_fusible(producer)
         if not v:
             return "the producer is not fusible"
-        cf = facts.get(consumer)
+        cf = records.get(consumer)
         if cf is None:
-            cf = facts[consumer] = _fusion_facts(consumer) if cop == "fusion" else _Facts()
+            cf = facts.record(consumer)
         v = cf.fusible
         if v is None:
             v = cf.fusible = gpu_fusible(consumer)
@@ -236,11 +147,11 @@ class GpuPriorityFusion:
                 return reason
         v = pf.sigred
         if v is None:
-            v = pf.sigred = _significant_reduce(producer)
+            v = pf.sigred = significant_reduce(producer)
         if v:
             v = cf.sigred
             if v is None:
-                v = cf.sigred = _significant_reduce(consumer)
+                v = cf.sigred = significant_reduce(consumer)
             if v:
                 return "both the producer and the consumer contain a reduce"
         v = pf.inred
@@ -253,68 +164,13 @@ class GpuPriorityFusion:
             if not v:
                 v = cf.allint
                 if v is None:
-                    v = cf.allint = _all_intermediate(consumer)
+                    v = cf.allint = all_intermediate(consumer)
                 if not v:
                     return "fusion into output of a reduce fusion would create a loop fusion"
-        # fusion_fits_in_budget(consumer, producer, device, True), inlined
-        a = cf.shared
-        if a is None:
-            a = cf.shared = _shared_memory(consumer)
-        b = pf.shared
-        if b is None:
-            b = pf.shared = _shared_memory(producer)
-        if a + b > self._smem_budget:
-            return (f"shared memory usage would be over the budget of "
-                    f"{self._smem_budget}B")
-        a = cf.reductions
-        if a is None:
-            a = cf.reductions = _unnested_reductions(consumer)
-        b = pf.reductions
-        if b is None:
-            b = pf.reductions = _unnested_reductions(producer)
-        if a + b > MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION:
-            return (f"over {MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION} unnested reductions in "
-                    "fusion")
-        cs = consumer.shape
-        ps = producer.shape
-        outputs = (_subshape_count(cs) if cs.element_type == "tuple" else 1) + \
-            (_subshape_count(ps) if ps.element_type == "tuple" else 1)
-        if len(consumer.operands) + len(producer.operands) - 1 + outputs > \
-                MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
-            operands = set(consumer.operands) | set(producer.operands)
-            operands.discard(consumer)
-            operands.discard(producer)
-            if len(operands) > len(consumer.operands) and \
-                    len(operands) + outputs > MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
-                return ("Number of operands and output buffers is larger than allowed "
-                        "budget per fusion")
-        # fusion_merger.producer_consumer_merged_too_large, inlined
-        replication = 1
-        if cop == "fusion" and producer in consumer.operands:
-            evaluations = self.evaluations
-            ev = evaluations.get(consumer)
-            if ev is None:
-                ev = evaluations[consumer] = IndexingEvaluation(consumer)
-            replication = ev.emitted(producer)
-            if replication < 1:
-                replication = 1
-        a = pf.splits
-        if a is None:
-            a = pf.splits = _splits(producer)
-        b = cf.splits
-        if b is None:
-            b = cf.splits = _splits(consumer)
-        n_splits = replication * a + b
-        too_large = n_splits > MAX_BASIC_BLOCK_SPLITS_PER_FUSION
-        if not too_large:
-            a = pf.irsize
-            if a is None:
-                a = pf.irsize = _ir_size(producer)
-            b = cf.irsize
-            if b is None:
-                b = cf.irsize = _ir_size(consumer)
-            too_large = (a * replication + b) * (1 << n_splits) > MAX_IR_SIZE
-        if too_large:
+        reason = fusion_fits_in_budget_facts(consumer, cf, producer, pf, self.device, True)
+        if reason:
+            return reason
+        if merged_too_large_facts(producer, pf, consumer, cf, self.evaluations):
             return "the fusion would result in an overly large code duplication"
         parent = producer.parent
         if parent is not None and parent.root is producer:  # producer.is_root
@@ -333,8 +189,10 @@ class GpuPriorityFusion:
         cache = queue.can_fuse_cache.get(producer)
         if cache is None:
             cache = queue.can_fuse_cache[producer] = {}
-        elif consumer in cache:
-            return cache[consumer]
+        else:
+            reason = cache.get(consumer, _MISSING)
+            if reason is not _MISSING:
+                return reason
         reason = cache[consumer] = self.can_fuse(producer, consumer)
         return reason
 
@@ -348,18 +206,11 @@ class GpuPriorityFusion:
         if not users:
             return -INF
         any_non_bitcast = False
-        cache = None
+        can_fuse_cached = self.can_fuse_cached
         for u in users:
             if u.opcode != "bitcast":
                 any_non_bitcast = True
-                if cache is None:  # can_fuse_cached, inlined
-                    cache = queue.can_fuse_cache.get(producer)
-                    if cache is None:
-                        cache = queue.can_fuse_cache[producer] = {}
-                reason = cache.get(u, _MISSING)
-                if reason is _MISSING:
-                    reason = cache[u] = self.can_fuse(producer, u)
-                if reason:
+                if can_fuse_cached(producer, u, queue):
                     return -INF
         if not any_non_bitcast:
             return -INF
@@ -368,23 +219,8 @@ class GpuPriorityFusion:
         return round((unfused - fused) * 1e9)
 
     def _kind(self, producer, consumer) -> str:
-        """choose_fusion_kind(producer, consumer) from the memoized facts (an rng's
-        fusibility depends on its user count, so an rng is asked afresh)."""
-        facts = self._facts
-        for inst in (consumer, producer):
-            if inst.opcode == "rng":
-                v = is_input_fusible(inst)
-            else:
-                f = facts.get(inst)
-                if f is None:
-                    f = facts[inst] = _fusion_facts(inst) if inst.opcode == "fusion" \
-                        else _Facts()
-                v = f.infus
-                if v is None:
-                    v = f.infus = is_input_fusible(inst)
-            if v:
-                return "kInput"
-        return "kLoop"
+        """choose_fusion_kind(producer, consumer) from the memoized facts."""
+        return self.facts.fusion_kind(producer, consumer)
 
     # -- the loop --
     def _run_on(self, comp) -> bool:
@@ -398,11 +234,7 @@ class GpuPriorityFusion:
         changed = False
         evaluations = self.evaluations
         cost_entries = self.costs.entries
-        facts = self._facts
-        can_fuse_cache = queue.can_fuse_cache
-        version = queue.version
-        heap = queue.heap
-        priority = self.priority
+        facts = self.facts
         self._kept_evaluation = None
         while True:
             producer = queue.pop()
@@ -424,18 +256,13 @@ class GpuPriorityFusion:
                 if not consume_fuel(self.name, lambda: f"fuse %{producer.name} into "
                                                        f"%{consumer.name}"):
                     continue  # --xla_fuel spent: this fusion is not made
-                # queue.invalidate(producer), queue.invalidate(consumer)
-                for x in (producer, consumer):
-                    can_fuse_cache.pop(x, None)
-                    for o in x.operands:
-                        cached = can_fuse_cache.get(o)
-                        if cached is not None:
-                            cached.pop(x, None)
+                queue.invalidate(producer)
+                queue.invalidate(consumer)
                 cost_entries.pop(producer, None)
                 cost_entries.pop(consumer, None)
                 kind = self._kind(producer, consumer)
-                facts.pop(producer, None)
-                facts.pop(consumer, None)
+                facts.invalidate(producer)
+                facts.invalidate(consumer)
                 evaluations.pop(producer, None)
                 ev = evaluations.pop(consumer, None)
                 fusion = self._fuse(producer, consumer, comp, ev, kind)
@@ -445,7 +272,7 @@ class GpuPriorityFusion:
                     evaluations[fusion] = self._kept_evaluation
                     self._kept_evaluation = None
                 if fusion is not consumer:
-                    version.pop(consumer, None)
+                    queue.remove(consumer)
                     to_update.pop(consumer, None)
                 changed = True
                 if producer.opcode != "broadcast":
@@ -461,7 +288,7 @@ class GpuPriorityFusion:
                 to_update[fusion] = None
                 fused_now.add(fusion)
             if producer.parent is comp and not producer.user_count and comp.root is not producer:
-                version.pop(producer, None)
+                queue.remove(producer)
                 to_update.pop(producer, None)
                 self._remove(comp, producer)
             for inst in to_update:
@@ -471,25 +298,16 @@ class GpuPriorityFusion:
                     # the fusions changed here lose theirs; an rng's fusibility depends on
                     # its user count, so it is asked again.
                     if inst in fused_now or inst.opcode == "rng":
-                        facts.pop(inst, None)
-                    # queue.invalidate(inst), queue.set_priority(inst)
-                    can_fuse_cache.pop(inst, None)
-                    for o in inst.operands:
-                        cached = can_fuse_cache.get(o)
-                        if cached is not None:
-                            cached.pop(inst, None)
-                    prio = priority(inst, queue)
-                    queue.counter += 1
-                    version[inst] = queue.counter
-                    if prio >= 0:
-                        heappush(heap, (-prio, queue.counter, inst))
+                        facts.invalidate(inst)
+                    queue.invalidate(inst)
+                    queue.set_priority(inst)
         # finally, small constants go into every fusible user
         for constant in [i for i in comp.instructions if _is_small_constant(i)]:
             if constant in self.tainted:
                 continue
             for user in list(constant.users):
-                if user not in self.tainted and gpu_fusible(user) and not can_emit_input_fused_scatter(constant, user) and \
-                        user.parent is comp and consume_fuel(
+                if user not in self.tainted and gpu_fusible(user) and \
+                        not can_emit_input_fused_scatter(constant, user) and user.parent is comp and consume_fuel(
                             self.name, lambda: f"fuse constant %{constant.name} into "
                                                f"%{user.name}"):
                     self._fuse(constant, user, comp)

@@ -8,14 +8,13 @@ with several roots the hero opcodes are sorted and joined with ``_`` (``-`` beco
 from __future__ import annotations
 
 from hlo_opt.analysis.gpu.fusible import find_non_trivial_hero
-from hlo_opt.rewrite.fusion import fusion_outputs
 from hlo_opt.rewrite.graph import fusible_computations, rename_computation
 
 _KIND = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
 
 
 def hero_names(fusion) -> str:
-    heroes = sorted({find_non_trivial_hero(r).opcode for r in fusion_outputs(fusion)})
+    heroes = sorted({find_non_trivial_hero(r).opcode for r in fusion.fusion_outputs()})
     return "_".join(heroes).replace("-", "_")
 
 
@@ -26,10 +25,10 @@ class RenameFusions:
         changed = False
         for comp in fusible_computations(module):
             for inst in comp.instructions:
-                if inst.opcode != "fusion" or inst.attrs.get("kind") == "kCustom":
+                if inst.opcode != "fusion" or inst.fusion_kind == "kCustom":
                     continue
                 heroes = hero_names(inst)
-                kind = _KIND.get(inst.attrs.get("kind", "kLoop"), "loop")
+                kind = _KIND.get(inst.fusion_kind, "loop")
                 new_name = f"{kind}_{heroes}_fusion"
                 if not inst.name.startswith(new_name):
                     module.release_name(inst.name)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from passes.convolution_group_converter import ConvolutionGroupConverter, DimNumbers
+from passes.convolution_group_converter import ConvolutionGroupConverter
 from tests.support.expander_real_modules import MODULES, check_module
 from tests.support.harness import check_pass, load_text
 from tests.support.lit_chunks import chunks
@@ -42,9 +42,10 @@ def group_counts(m):
 
 
 def test_dim_numbers_print_back():
-    from hlo_opt.ir.attributes import ConvDimLabels
+    from hlo_opt.ir.attributes import ConvolutionDimensionNumbers
     for text in ("b01f_01io->b01f", "bf01_oi01->bf01", "f0b1_1o0i->0bf1", "b0f_0io->fb0"):
-        assert DimNumbers.of_labels(ConvDimLabels.parse(text)).to_text() == text
+        parsed = ConvolutionDimensionNumbers.parse(text)
+        assert parsed.to_text() == parsed.with_().to_text() == text
 
 
 def test_feature_groups_become_a_spatial_dim():

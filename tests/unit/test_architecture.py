@@ -29,6 +29,29 @@ def test_the_core_never_imports_passes_click_or_rich():
     assert bad == []
 
 
+def test_the_ir_never_imports_text():
+    """Printing lives in hlo_opt/text (the IR's to_text methods reach it through
+    hlo_opt.ir.printing, where the printer registers itself)."""
+    bad = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in imports()
+           if imp.module.startswith("hlo_opt.ir") and imp.target.startswith("hlo_opt.text")]
+    assert bad == []
+
+
+def test_the_ir_prints_through_the_text_printer():
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.text import printer
+    text = ("HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\n"
+            "ENTRY %e (p: f32[2]) -> f32[2] {\n"
+            "  %p = f32[2]{0} parameter(0)\n"
+            "  ROOT %n = f32[2]{0} negate(f32[2]{0} %p), metadata={op_name=\"x\"}\n}\n")
+    m = parse_hlo(text, "m")
+    assert m.to_text() == printer.module_to_text(m) == text
+    assert m.entry.to_text() == printer.computation_to_text(m.entry)
+    assert m.entry.root.to_text(print_metadata=False) == \
+        printer.instruction_to_text(m.entry.root, print_metadata=False) == \
+        "ROOT %n = f32[2]{0} negate(f32[2]{0} %p)"
+
+
 def test_no_import_cycles():
     assert cycles() == []
 

@@ -10,8 +10,8 @@ from functools import lru_cache
 
 from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
 from hlo_opt.ir.instruction import Instruction
-from hlo_opt.ir.opcodes import ELEMENTWISE, NEVER_EXPENSIVE
-from hlo_opt.ir.types import BIT_WIDTH, is_complex, is_integral
+from hlo_opt.ir.opcodes import NEVER_EXPENSIVE
+from hlo_opt.ir.types import is_complex, is_integral
 
 from hlo_opt.analysis.gpu.reduction import (is_reduction_from_or_to_contiguous_dimensions,
                                             reduction_dimensions, reduction_is_race_free)
@@ -40,27 +40,24 @@ def is_fusible(inst: Instruction) -> bool:
 
 
 def is_elementwise(inst: Instruction) -> bool:
-    """HloInstruction::IsElementwise (copy counts; a fusion when its body does)."""
-    if inst.opcode in ELEMENTWISE or inst.opcode == "copy":
-        # (a bitcast-convert that changes the bit width changes the shape: not elementwise)
-        return inst.opcode != "bitcast-convert" or \
-            BIT_WIDTH.get(inst.shape.element_type) == \
-            BIT_WIDTH.get(inst.operands[0].shape.element_type)
-    if inst.opcode == "fusion":
-        body = fused_instructions(inst)
-        return bool(body) and all(is_elementwise(i) for i in body)
-    return False
+    """:meth:`Instruction.is_elementwise <hlo_opt.ir.instruction.Instruction.is_elementwise>`
+    as the GPU fusion analyses ask it: maps aside (a map, or a fusion with one in its
+    body, is not taken as an elementwise op by the GPU fusion rules here)."""
+    op = inst.opcode
+    if op == "map":
+        return False
+    if op == "fusion":
+        return inst.is_elementwise() and not any(
+            i.opcode == "map" for i in inst.called[0].iter_instructions())
+    return inst.is_elementwise()
 
 
 def is_fusion_kind(inst: Instruction, kind: str) -> bool:
-    return inst.opcode == "fusion" and inst.attrs.get("kind", "kLoop") == kind
+    return inst.opcode == "fusion" and inst.fusion_kind == kind
 
 
 def is_loop_fusion(inst: Instruction) -> bool:
     return is_fusion_kind(inst, "kLoop")
-
-
-is_mof = Instruction.is_multi_output_fusion.fget  # the IR's definition
 
 
 def fused_instructions(inst: Instruction):
@@ -262,11 +259,6 @@ def find_non_trivial_hero(inst: Instruction, fused: bool = True) -> Instruction:
     return inst
 
 
-def _fusion_roots(inst: Instruction) -> list[Instruction]:
-    root = inst.called[0].root
-    return list(root.operands) if root.opcode == "tuple" else [root]
-
-
 def has_real_reduction_hero(inst: Instruction) -> bool:
     """IsRealReductionHero(root, FindNonTrivialHero(root)) for an unfused instruction."""
     hero = find_non_trivial_hero(inst)
@@ -277,7 +269,7 @@ def has_real_reduction_hero(inst: Instruction) -> bool:
 
 def is_reduce_input_fusion(inst: Instruction) -> bool:
     return inst.opcode == "fusion" and any(has_real_reduction_hero(r)
-                                           for r in _fusion_roots(inst))
+                                           for r in inst.fusion_outputs())
 
 
 def is_input_fusible_reduction(inst: Instruction) -> bool:
@@ -288,7 +280,7 @@ def is_input_fusible_reduction(inst: Instruction) -> bool:
 
 def find_any_tiled_transpose(inst: Instruction):
     if inst.opcode == "fusion":
-        for r in _fusion_roots(inst):
+        for r in inst.fusion_outputs():
             hero = find_non_trivial_hero(r)
             t = tiled_transpose(hero)
             if t:
@@ -375,7 +367,7 @@ def in_place_operands(inst: Instruction) -> list[int]:
         return list(range(len(inst.operands) // 2))
     if op == "fusion":
         out = []
-        for r in _fusion_roots(inst):
+        for r in inst.fusion_outputs():
             x = r
             while x.opcode == "bitcast":
                 x = x.operands[0]
@@ -427,15 +419,18 @@ def can_emit_input_fused_scatter(producer: Instruction, consumer: Instruction) -
 
 def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
                               reduction_epilogue_fusion: bool = True,
-                              info: "FusionInfoCache | None" = None) -> str | None:
-    """IsProducerConsumerFusible (``info`` memoizes per-instruction facts)."""
+                              info=None) -> str | None:
+    """IsProducerConsumerFusible (``info``, a
+    :class:`~hlo_opt.analysis.gpu.fusion_facts.FusionFacts`, memoizes per-instruction
+    facts)."""
     def ask(key, inst, fn):
         return fn(inst) if info is None else info.memo(key, inst, fn)
     if not ask("loop_producer", producer, is_loop_fusible_as_producer) and not (
             find_any_tiled_transpose(producer) and find_non_trivial_hero(consumer, False)
             is producer):
         return "the producer is not loop-fusible"
-    if ask("input_reduction", producer, is_input_fusible_reduction):
+    if (is_input_fusible_reduction(producer) if info is None
+            else info.input_fusible_reduction(producer)):
         if not reduction_epilogue_fusion:
             return "Reduction epilogue fusion is not enabled."
         hero = producer
@@ -450,10 +445,10 @@ def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
     reason = can_emit_input_fused_scatter(producer, consumer)
     if reason:
         return reason
-    if not ask("input_fusible", consumer, is_input_fusible) and \
+    if not (is_input_fusible(consumer) if info is None else info.input_fusible(consumer)) and \
             not ask("loop_consumer", consumer, is_loop_fusible_as_consumer):
         return "the consumer is not input-fusible and not loop-fusible"
-    if is_mof(producer):
+    if producer.is_multi_output_fusion:
         return "the producer is not fusible as it is a multi-output fusion"
     if producer.opcode == "constant" and (
             not (producer.shape.is_array() and producer.shape.num_elements() == 1)
@@ -463,7 +458,7 @@ def producer_consumer_fusible(producer: Instruction, consumer: Instruction,
 
 
 def producer_multi_output_fusible(producer: Instruction) -> str | None:
-    if is_mof(producer):
+    if producer.is_multi_output_fusion:
         return "Producer is a multi-output fusion"
     if in_place_operands(producer):
         return "In-place operations are present"
@@ -477,7 +472,7 @@ def producer_multi_output_fusible(producer: Instruction) -> str | None:
 def is_fusible_as_mof_root(inst: Instruction) -> bool:
     if not is_fusible(inst):
         return False
-    if inst.opcode == "fusion" and inst.attrs.get("kind", "kLoop") == "kLoop":
+    if inst.opcode == "fusion" and inst.fusion_kind == "kLoop":
         return True  # is_loop_fusion: asked first, before the walks to the heroes
     return (is_input_fusible_reduction(inst) or is_input_fusible_transpose(inst)
             or (is_elementwise(inst) and inst.opcode != "fusion"))
@@ -487,9 +482,9 @@ def choose_fusion_kind(producer: Instruction, consumer: Instruction) -> str:
     return "kInput" if is_input_fusible(consumer) or is_input_fusible(producer) else "kLoop"
 
 
-# ---- budgets --------------------------------------------------------------------------------
+# ---- per-instruction budget counts (the budget rules: fusion_facts.py) ----------------------
 
-def _shared_memory(inst: Instruction) -> int:
+def shared_memory(inst: Instruction) -> int:
     op = inst.opcode
     if op == "reduce":
         if is_reduction_from_or_to_contiguous_dimensions(inst):
@@ -508,7 +503,7 @@ def _shared_memory(inst: Instruction) -> int:
         total = 0
         for i in inst.called[0].iter_instructions():
             if i.opcode in _SHARED_MEMORY_OPCODES:  # nothing else uses shared memory
-                total += _shared_memory(i)
+                total += shared_memory(i)
         return total
     return 0
 
@@ -516,7 +511,7 @@ def _shared_memory(inst: Instruction) -> int:
 _SHARED_MEMORY_OPCODES = frozenset({"reduce", "copy", "transpose", "fusion"})
 
 
-def _unnested_reductions(inst: Instruction) -> int:
+def unnested_reductions(inst: Instruction) -> int:
     op = inst.opcode
     if op == "reduce":
         return 1 if is_reduction_from_or_to_contiguous_dimensions(inst) else 0
@@ -525,79 +520,15 @@ def _unnested_reductions(inst: Instruction) -> int:
         for i in inst.called[0].iter_instructions():
             o = i.opcode
             if o == "reduce" or o == "fusion":
-                total += _unnested_reductions(i)
+                total += unnested_reductions(i)
         return total
     return 0
 
 
-def _subshape_count(shape) -> int:
+def subshape_count(shape) -> int:
     if shape.is_tuple():
-        return 1 + sum(_subshape_count(s) for s in shape.tuple_shapes)
+        return 1 + sum(subshape_count(s) for s in shape.tuple_shapes)
     return 1
-
-
-class FusionInfoCache:
-    """Per-instruction facts a pass asks repeatedly (shared-memory use, unnested reduction
-    count, and any other ``memo``'d property); ``invalidate`` an instruction that
-    changes."""
-
-    def __init__(self):
-        self.memos: dict = {}
-
-    def invalidate(self, inst) -> None:
-        for table in self.memos.values():
-            table.pop(inst, None)
-
-    def table(self, key: str) -> dict:
-        """The memo table of ``key`` (instruction -> value), for callers that look up
-        one fact many times."""
-        table = self.memos.get(key)
-        if table is None:
-            table = self.memos[key] = {}
-        return table
-
-    def memo(self, key: str, inst, fn):
-        table = self.memos.get(key)
-        if table is None:
-            table = self.memos[key] = {}
-        v = table.get(inst, _MISSING)
-        if v is _MISSING:
-            v = table[inst] = fn(inst)
-        return v
-
-    def shared_memory(self, inst) -> int:
-        return self.memo("shared", inst, _shared_memory)
-
-    def unnested_reductions(self, inst) -> int:
-        return self.memo("reductions", inst, _unnested_reductions)
-
-
-_MISSING = object()
-
-
-def fusion_fits_in_budget(a: Instruction, b: Instruction, device,
-                          is_consumer_producer_fusion: bool = False,
-                          cache: FusionInfoCache | None = None) -> str | None:
-    cache = cache or FusionInfoCache()
-    if cache.shared_memory(a) + cache.shared_memory(b) > device.shared_memory_per_block:
-        return (f"shared memory usage would be over the budget of "
-                f"{device.shared_memory_per_block}B")
-    if cache.unnested_reductions(a) + cache.unnested_reductions(b) > \
-            MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION:
-        return (f"over {MAX_UNNESTED_REDUCTION_OUTPUTS_PER_FUSION} unnested reductions in "
-                "fusion")
-    outputs = _subshape_count(a.shape) + _subshape_count(b.shape)
-    if len(a.operands) + len(b.operands) - 1 + outputs <= MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
-        return None
-    operands = set(a.operands) | set(b.operands)
-    operands.discard(a)
-    operands.discard(b)
-    if is_consumer_producer_fusion and len(operands) <= len(a.operands):
-        return None
-    if len(operands) + outputs > MAX_OPERANDS_AND_OUTPUTS_PER_FUSION:
-        return ("Number of operands and output buffers is larger than allowed budget per "
-                "fusion")
-    return None
 
 
 # ---- heavy computations -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ...text.printer import attr_texts
 from .emitters import LaunchConfig
 from .launch_config import config_name
 
@@ -40,7 +41,7 @@ def standalone_module(fusion):
     visit(fusion.called[0])
     params = [f"  %p.{i} = {o.shape.to_text()} parameter({i})"
               for i, o in enumerate(fusion.operands)]
-    attrs = [a for a in fusion.attr_texts(print_metadata=False)
+    attrs = [a for a in attr_texts(fusion, print_metadata=False)
              if not a.startswith("control-predecessors")]
     root = (f"  ROOT %{fusion.name} = {fusion.shape.to_text()} fusion("
             + ", ".join(f"%p.{i}" for i in range(len(fusion.operands))) + "), "

@@ -130,7 +130,7 @@ def compare_root(comp):
     a, b = (_param_number(o) for o in root.operands)
     if a is None or b is None:
         return None
-    direction = root.attrs.get("direction")
+    direction = root.comparison_direction
     total = root.attrs.get("type") == "TOTALORDER"
     return a, b, direction, total
 

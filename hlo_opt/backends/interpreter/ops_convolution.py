@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...ir.attributes import ConvDimLabels, Window, WindowDim
+from ...ir.attributes import ConvolutionDimensionNumbers, Window, WindowDim
 from .heavy_common import (as_result, cast_float_result, compute_dtype, dilate_and_pad,
                            unsupported, window_output_size)
 from .registry import register
@@ -55,21 +55,21 @@ def dim_labels(inst, rank: int):
     labels = inst.attr("dim_labels")
     if labels is None:  # XlaBuilder::CreateDefaultConvDimensionNumbers: bf01_oi01->bf01
         sp = "".join(str(i) for i in range(rank - 2))
-        labels = ConvDimLabels.parse(f"bf{sp}_oi{sp}->bf{sp}")
+        labels = ConvolutionDimensionNumbers.parse(f"bf{sp}_oi{sp}->bf{sp}")
     return labels
 
 
 def to_canonical(lhs, rhs, labels):
     """Input as (N, C, spatial...), kernel as (O, I, spatial...)."""
-    x = np.transpose(lhs, [labels.input_batch, labels.input_feature] + labels.input_spatial)
+    x = np.transpose(lhs, [labels.input_batch, labels.input_feature] + list(labels.input_spatial))
     w = np.transpose(rhs, [labels.kernel_output_feature, labels.kernel_input_feature]
-                     + labels.kernel_spatial)
+                     + list(labels.kernel_spatial))
     return x, w
 
 
 def from_canonical_output(out, labels):
     """(N, O, spatial...) -> the output dim order of ``labels``."""
-    order = [labels.output_batch, labels.output_feature] + labels.output_spatial
+    order = [labels.output_batch, labels.output_feature] + list(labels.output_spatial)
     perm = [0] * len(order)
     for canonical_axis, dim in enumerate(order):
         perm[dim] = canonical_axis

@@ -14,7 +14,8 @@ from hlo_opt.api import parse_hlo
 from hlo_opt.backends import execute
 from hlo_opt.flags import DebugOptions
 from hlo_opt.pipeline import PipelineRunner
-from passes.gpu._conv_util import (DimNums, padding_high_for, supports_optimized_integer_conv)
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers as DimNums
+from passes.gpu._conv_util import padding_high_for, supports_optimized_integer_conv
 from tests.support.pipelines import pipeline
 
 from tests.support.harness import assert_close, random_args
@@ -70,11 +71,11 @@ def cudnn_config(call) -> dict:
 @pytest.mark.parametrize("text", ["b01f_01io->b01f", "bf01_oi01->bf01", "fb01_i01o->fb01",
                                   "b0f?1_0i?1o->?b01f", "?b01f_?01io->?b01f"])
 def test_dim_labels_print_back(text):
-    from hlo_opt.ir.attributes import ConvDimLabels
+    from hlo_opt.ir.attributes import ConvolutionDimensionNumbers
 
     class Fake:
         def attr(self, name):
-            return ConvDimLabels.parse(text)
+            return ConvolutionDimensionNumbers.parse(text)
     assert DimNums.of(Fake()).to_text() == text
 
 

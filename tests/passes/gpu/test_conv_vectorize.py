@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from passes.gpu._conv_util import CONV_BIAS_ACTIVATION, CONV_FORWARD, DimNums
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers as DimNums
+from passes.gpu._conv_util import CONV_BIAS_ACTIVATION, CONV_FORWARD
 from passes.gpu.cudnn_vectorize_convolutions import CudnnVectorizeConvolutions
 
 from .test_conv_support import calls, cudnn_config, run_passes, same_values
@@ -66,10 +67,10 @@ def test_vectorize_to_4():
                                                                       [2, 2, 40, 44])]
     assert c.attrs["backend_config"] == '"{bar: 0}"'   # kept verbatim
     d = dnums(c)
-    assert (d.input_batch, d.input_spatial, d.input_feature) == (0, [1, 2], 3)
+    assert (d.input_batch, d.input_spatial, d.input_feature) == (0, (1, 2), 3)
     assert (d.kernel_spatial, d.kernel_input_feature, d.kernel_output_feature) == \
-        ([0, 1], 2, 4)
-    assert (d.output_batch, d.output_spatial, d.output_feature) == (0, [1, 2], 3)
+        ((0, 1), 2, 4)
+    assert (d.output_batch, d.output_spatial, d.output_feature) == (0, (1, 2), 3)
     assert same_values(before, m) == 2
 
 
@@ -88,10 +89,10 @@ def test_vectorize_to_4_nchw():
     assert c.operands[1].shape.dims == (12, 4, 44, 2, 2)
     assert c.shape.tuple_shapes[0].dims == (10, 11, 4, 20, 30)
     d = dnums(c)
-    assert (d.input_batch, d.input_feature, d.input_spatial) == (0, 1, [3, 4])
+    assert (d.input_batch, d.input_feature, d.input_spatial) == (0, 1, (3, 4))
     assert (d.kernel_input_feature, d.kernel_output_feature, d.kernel_spatial) == \
-        (0, 2, [3, 4])
-    assert (d.output_batch, d.output_feature, d.output_spatial) == (0, 1, [3, 4])
+        (0, 2, (3, 4))
+    assert (d.output_batch, d.output_feature, d.output_spatial) == (0, 1, (3, 4))
     assert same_values(before, m) == 2
 
 
@@ -105,10 +106,10 @@ def test_increment_all_dnums():
     assert c.operands[1].shape.dims == (4, 4, 16, 3, 3)
     assert c.shape.tuple_shapes[0].dims == (4, 4, 16, 16, 16)
     d = dnums(c)
-    assert (d.input_feature, d.input_batch, d.input_spatial) == (0, 2, [3, 4])
+    assert (d.input_feature, d.input_batch, d.input_spatial) == (0, 2, (3, 4))
     assert (d.kernel_input_feature, d.kernel_spatial, d.kernel_output_feature) == \
-        (0, [2, 3], 4)
-    assert (d.output_feature, d.output_batch, d.output_spatial) == (0, 2, [3, 4])
+        (0, (2, 3), 4)
+    assert (d.output_feature, d.output_batch, d.output_spatial) == (0, 2, (3, 4))
     assert c.attrs["dim_labels"] == "f?b01_i?01o->f?b01"
 
 
@@ -121,10 +122,10 @@ def test_filter_dnums():
     assert c.operands[1].shape.dims == (3, 3, 5, 4, 32)
     assert c.shape.tuple_shapes[0].dims == (1, 8, 4, 9, 9)
     d = dnums(c)
-    assert (d.input_batch, d.input_feature, d.input_spatial) == (0, 1, [3, 4])
+    assert (d.input_batch, d.input_feature, d.input_spatial) == (0, 1, (3, 4))
     assert (d.kernel_spatial, d.kernel_input_feature, d.kernel_output_feature) == \
-        ([0, 1], 2, 4)
-    assert (d.output_batch, d.output_feature, d.output_spatial) == (0, 1, [3, 4])
+        ((0, 1), 2, 4)
+    assert (d.output_batch, d.output_feature, d.output_spatial) == (0, 1, (3, 4))
     assert same_values(before, m) == 2
 
 
@@ -243,10 +244,10 @@ def test_vectorize_4_to_32():
         ("reshape", [10, 20, 30, 48, 4]), ("transpose", [10, 20, 30, 6, 8, 4]),
         ("reshape", [10, 20, 30, 6, 8, 4]), ("get-tuple-element", [10, 20, 30, 6, 32])]
     d = dnums(c)
-    assert (d.input_batch, d.input_spatial, d.input_feature) == (0, [1, 2], 3)
+    assert (d.input_batch, d.input_spatial, d.input_feature) == (0, (1, 2), 3)
     assert (d.kernel_output_feature, d.kernel_input_feature, d.kernel_spatial) == \
-        (0, 1, [2, 3])
-    assert (d.output_batch, d.output_spatial, d.output_feature) == (0, [1, 2], 3)
+        (0, 1, (2, 3))
+    assert (d.output_batch, d.output_spatial, d.output_feature) == (0, (1, 2), 3)
     assert cudnn_config(c)["reordered_int8_nchw_vect"] is True
 
 
@@ -269,10 +270,10 @@ def test_vectorize_4_to_32_nchw():
         ("reshape", [10, 32, 20, 30, 4]), ("transpose", [10, 4, 8, 20, 30, 4]),
         ("reshape", [10, 4, 20, 30, 8, 4])]
     d = dnums(c)
-    assert (d.input_batch, d.input_feature, d.input_spatial) == (0, 1, [2, 3])
+    assert (d.input_batch, d.input_feature, d.input_spatial) == (0, 1, (2, 3))
     assert (d.kernel_output_feature, d.kernel_input_feature, d.kernel_spatial) == \
-        (0, 1, [2, 3])
-    assert (d.output_batch, d.output_feature, d.output_spatial) == (0, 1, [2, 3])
+        (0, 1, (2, 3))
+    assert (d.output_batch, d.output_feature, d.output_spatial) == (0, 1, (2, 3))
 
 
 def test_vectorize_4_to_32_vector_dim_first():
@@ -294,10 +295,10 @@ def test_vectorize_4_to_32_vector_dim_first():
         ("reshape", [4, 10, 20, 30, 48]), ("transpose", [4, 10, 20, 30, 6, 8]),
         ("reshape", [8, 4, 10, 20, 30, 6])]
     d = dnums(c)
-    assert (d.input_batch, d.input_spatial, d.input_feature) == (1, [2, 3], 4)
+    assert (d.input_batch, d.input_spatial, d.input_feature) == (1, (2, 3), 4)
     assert (d.kernel_output_feature, d.kernel_input_feature, d.kernel_spatial) == \
-        (0, 1, [2, 3])
-    assert (d.output_batch, d.output_spatial, d.output_feature) == (1, [2, 3], 4)
+        (0, 1, (2, 3))
+    assert (d.output_batch, d.output_spatial, d.output_feature) == (1, (2, 3), 4)
 
 
 def test_no_vectorize_4_to_32_before_sm75():

@@ -113,13 +113,13 @@ def _fresh_priority_fusion():
     class Fresh(GpuPriorityFusion):
         def priority(self, producer, queue):
             queue.can_fuse_cache.clear()
-            self._facts.clear()
+            self.facts.clear()
             self.costs.entries.clear()
             self.evaluations.clear()
             return super().priority(producer, queue)
 
         def _kind(self, producer, consumer):
-            self._facts.clear()
+            self.facts.clear()
             return super()._kind(producer, consumer)
     return Fresh()
 
@@ -211,21 +211,20 @@ def test_moving_bodies_gives_what_copying_gives(monkeypatch, classic):
 # ---- the facts a fusion's record holds ---------------------------------------------------------
 
 def test_fusion_facts_equal_asking_one_by_one():
-    from passes.gpu import priority_fusion as pf
-    from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
-                                              is_input_fusible_scatter)
-    from passes.gpu.fusion_merger import _ir_size, _splits
+    from hlo_opt.analysis.gpu import fusion_facts as ff
+    from hlo_opt.analysis.gpu.fusible import (is_input_fusible_scatter, shared_memory,
+                                              unnested_reductions)
     n = 0
     for name, text in _fusion_inputs():
         module = _run(parse_hlo(text, name), _fusion_stage())
         for inst in module.entry.instructions:
             if inst.opcode != "fusion":
                 continue
-            f = pf._fusion_facts(inst)
+            f = ff.fusion_facts(inst)
             assert (f.fusible, f.sigred, f.shared, f.reductions, f.splits, f.irsize,
                     f.inscatter) == (
-                pf.gpu_fusible(inst), pf._significant_reduce(inst), _shared_memory(inst),
-                _unnested_reductions(inst), _splits(inst), _ir_size(inst),
+                ff.gpu_fusible(inst), ff.significant_reduce(inst), shared_memory(inst),
+                unnested_reductions(inst), ff.basic_block_splits(inst), ff.ir_size(inst),
                 is_input_fusible_scatter(inst))
             n += 1
     assert n > 10
@@ -378,18 +377,19 @@ def test_memoized_facts_and_costs_are_current_whenever_asked():
     from before a change)."""
     from hlo_opt.analysis.cost import instruction_cost
     from passes.gpu import priority_fusion as pf
-    from hlo_opt.analysis.gpu.fusible import (_shared_memory, _unnested_reductions,
-                                              is_input_fusible, is_input_fusible_reduction)
-    from passes.gpu.fusion_merger import _ir_size, _splits
-    fresh = {"fusible": pf.gpu_fusible, "sigred": pf._significant_reduce,
+    from hlo_opt.analysis.gpu import fusion_facts as ff
+    from hlo_opt.analysis.gpu.fusible import (is_input_fusible, is_input_fusible_reduction,
+                                              shared_memory, unnested_reductions)
+    fresh = {"fusible": ff.gpu_fusible, "sigred": ff.significant_reduce,
              "inred": is_input_fusible_reduction, "infus": is_input_fusible,
-             "allint": pf._all_intermediate, "shared": _shared_memory,
-             "reductions": _unnested_reductions, "splits": _splits, "irsize": _ir_size}
+             "allint": ff.all_intermediate, "shared": shared_memory,
+             "reductions": unnested_reductions, "splits": ff.basic_block_splits,
+             "irsize": ff.ir_size}
     checked = {"facts": 0, "costs": 0}
 
     class Checked(pf.GpuPriorityFusion):
         def priority(self, producer, queue):
-            for inst, record in self._facts.items():
+            for inst, record in self.facts.records.items():
                 if inst.parent is not queue.comp or inst.opcode == "rng":
                     continue
                 for field, ask in fresh.items():
