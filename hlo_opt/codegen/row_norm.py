@@ -23,6 +23,9 @@ import json
 from dataclasses import dataclass
 
 from ..ir.opcodes import is_elementwise
+from . import index as ix
+from .elemental import ElementalEmitter
+from .expr import Expr, var
 
 TRITON_FUSION_KIND = "__triton"
 
@@ -58,13 +61,17 @@ def analyze(comp, seeds=()) -> tuple[RowNorm | None, str]:
     """(structure, "") when ``comp`` is a row normalisation, else (None, why not).
     ``seeds``: instructions to treat as computed from a reduction (the parameter through
     which another normalisation would feed this one, were the two merged)."""
-    root = comp.root
+    return analyze_instructions(comp.root, comp.post_order(), seeds)
+
+
+def analyze_instructions(root, order, seeds=()) -> tuple[RowNorm | None, str]:
+    """:func:`analyze` for the instructions ``order`` (in post order, ``root`` last) as
+    if they were fused: operands from elsewhere are parameters."""
     shape = root.shape
     if not shape.is_array() or shape.rank == 0:
         return None, "the root is not an array of rank >= 1"
     r_dims = tuple(shape.dims)
     b_dims = r_dims[:-1]
-    order = comp.post_order()
     dependent: set = set(seeds)   # values computed from a reduction of the row
     reduces = []
     for inst in order:
@@ -124,3 +131,39 @@ def row_norm_of(inst) -> RowNorm | None:
         return None
     rn, _ = analyze(inst.fused_computation)
     return rn
+
+
+class RowEmitter(ElementalEmitter):
+    """The elemental emitter of one row: a reduction already computed for the current row
+    (``known``: instruction -> its value, a ``var`` the renderer has bound) is that value
+    at every index, which :func:`analyze` guarantees is the row's own."""
+
+    def __init__(self, inputs: dict, batch: tuple = (), staged=frozenset()):
+        super().__init__(inputs)
+        self.known: dict = {}
+        self.batch = tuple(batch)
+        self.staged = staged      # input numbers whose current row a renderer has staged
+
+    def value(self, inst, idx: tuple, leaf: int = 0) -> Expr:
+        hit = self.known.get(inst)
+        if hit is not None:
+            return hit
+        n = self.inputs.get((inst, leaf))
+        if n is not None and n in self.staged and tuple(idx[:-1]) == self.batch:
+            # an element of the current row of a staged input: ("row", n) loads index
+            # the staged row by column
+            return Expr("load", inst.shape.element_type, (idx[-1],), ("row", n))
+        return super().value(inst, idx, leaf)
+
+
+def row_indices(shape) -> tuple[tuple, Expr]:
+    """(batch index, column) loop variables of a row-normalisation output: ``rn_b<d>`` per
+    batch dim and ``rn_c`` for the row (size-1 dims are the constant 0)."""
+    dims = shape.dims
+    batch = tuple(ix.loop_var(f"rn_b{d}", n) for d, n in enumerate(dims[:-1]))
+    return batch, ix.loop_var("rn_c", dims[-1])
+
+
+def reduction_var(i: int, inst) -> Expr:
+    """The scalar a renderer binds to reduction ``i`` of the row."""
+    return var(f"rn_red{i}", inst.shape.element_type)
