@@ -17,8 +17,9 @@ reduce one dimension, the operand's last, with a constant (or converted constant
 and a supported reducer; broadcast and reduce in the default layout with one user each;
 the broadcast not along the last dimension; for a root whose first operand is not the
 producer itself, that operand has one user.  Supported types are those XLA's Triton
-emitter takes for normalisations (f16, bf16, f32, f64); a row must fit one Triton tensor
-(its length rounded up to a power of two at most 2**20 elements).
+emitter takes for normalisations (f16, bf16, f32, f64 and signed integers; XLA declines
+unsigned ones); a row must fit one Triton tensor (its length rounded up to a power of
+two at most 2**20 elements).
 
 Each diamond becomes a fusion ``triton_softmax`` of kind kCustom whose backend_config is
 ``{"fusion_backend_config":{"kind":"__triton", "block_level_fusion_config": ...}}`` (one
@@ -44,7 +45,8 @@ from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion
 from hlo_opt.rewrite.graph import fusible_computations, rename_computation
 
-SUPPORTED_TYPES = frozenset({"f16", "bf16", "f32", "f64"})
+# XLA's Triton emitter takes these for normalisations (unsigned integers it declines)
+SUPPORTED_TYPES = frozenset({"f16", "bf16", "f32", "f64", "s8", "s16", "s32", "s64"})
 MAX_TENSOR_ELEMENTS = 1 << 20   # Triton's limit on one tensor
 _REDUCERS = frozenset({"add", "maximum", "minimum", "multiply"})
 _UNSUPPORTED_ELEMENTWISE = frozenset({"rng", "stochastic-convert", "reduce-precision",
