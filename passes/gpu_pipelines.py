@@ -102,9 +102,17 @@ def post_layout_assignment(config: HloModuleConfig) -> Pipeline:
     # layout-blind one drops the copies layout assignment inserted).
     layout_algsimp = create_pass(
         "algsimp", options=AlgebraicSimplifierOptions(is_layout_sensitive=True))
+    # XLA runs the softmax rewriter for Ampere and newer, after layout normalisation and
+    # before reduction-dimension-grouper (which makes the pattern harder to match)
+    softmax = []
+    if config.device.is_at_least_ampere:
+        softmax = [Fixpoint(create_pass(
+            "algsimp", options=AlgebraicSimplifierOptions(is_layout_sensitive=True))),
+            *_passes("cse", "constant_folding", "dce", "triton-softmax-rewriter")]
     return Pipeline("post-layout-assignment", [
-        *_passes("reduction-degenerate-dim-remover", "reduction-layout-normalizer",
-                 "reduction-dimension-grouper"),
+        *_passes("reduction-degenerate-dim-remover", "reduction-layout-normalizer"),
+        *softmax,
+        create_pass("reduction-dimension-grouper"),
         Fixpoint(create_pass("reduction-splitter")),
         Fixpoint(create_pass("gpu-tree-reduction-rewriter")), Fixpoint(layout_algsimp),
         *_passes("cublas-gemm-rewriter", "gemm-broadcast-folding-rewriter",

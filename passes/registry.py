@@ -59,6 +59,7 @@ from passes.gpu.reduction_dimension_grouper import ReductionDimensionGrouper
 from passes.gpu.reduction_layout_normalizer import ReductionLayoutNormalizer
 from passes.gpu.reduction_splitter import ReductionSplitter
 from passes.gpu.rename_fusions import RenameFusions
+from passes.gpu.softmax_rewriter_triton import SoftmaxRewriterTriton
 from passes.gpu.tree_reduction_rewriter import GpuTreeReductionRewriter
 from passes.gpu.sort_iota_fusion import SortIotaFusion
 from passes.gpu.triangular_solve_rewriter import TriangularSolveRewriter
@@ -149,6 +150,7 @@ PASSES: dict[str, type] = {
     "test-only-miscompile": TestOnlyMiscompile,
     "transpose-folding": TransposeFolding,
     "triangular-solve-rewriter": TriangularSolveRewriter,
+    "triton-softmax-rewriter": SoftmaxRewriterTriton,
     "tuple-simplifier": TupleSimplifier,
     "variadic-op-splitter": VariadicOpSplitter,
     "while-loop-constant-sinking": WhileLoopConstantSinking,

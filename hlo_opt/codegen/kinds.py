@@ -8,8 +8,9 @@ unary elementwise with one user).
 from __future__ import annotations
 
 from ..ir.opcodes import is_elementwise
+from .row_norm import row_norm_of
 
-KINDS = ("loop", "row_reduction", "column_reduction", "multi_output_reduction",
+KINDS = ("loop", "row_normalization", "row_reduction", "column_reduction", "multi_output_reduction",
          "transpose", "concatenate", "in_place_dynamic_update_slice", "scatter",
          "reduce_window", "sort", "library_call")
 
@@ -81,6 +82,11 @@ def choose_kind(inst):
             return "sort", "sort", [inst]
         if op == "scatter":
             return "scatter", "scatter updates its operand in place", [inst]
+    rn = row_norm_of(inst)
+    if rn is not None:
+        return ("row_normalization",
+                f"__triton fusion: {len(rn.reduces)} reductions of rows of {rn.row}, "
+                "then the elementwise, per row", list(rn.reduces))
     roots = roots_of(inst)
     # an unfused instruction is its own hero (its operands are other kernels' outputs)
     heroes = [find_hero(r) for r in roots] if op == "fusion" else [inst]

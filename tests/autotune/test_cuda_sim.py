@@ -238,7 +238,8 @@ def test_device_check_section_runs_under_cuda_sim():
     row, loop = mod.autotune_section("cuda-sim", [str(SAMPLES / "softmax.hlo"),
                                                   str(SAMPLES / "while_loop.hlo")],
                                      lines.append)
-    assert row["tuned"] == 3 and row["matches_interpreter"] and row["loaded_same"]
+    # the gpu pipeline's one __triton softmax fusion: a warp or a block per row
+    assert row["tuned"] == 1 and row["matches_interpreter"] and row["loaded_same"]
     assert row["loaded_measured"] == 0 and row["level0_s"] > 0 and row["tuned_s"] > 0
     assert "softmax.hlo" in lines[1] and "== interpreter" in lines[1]
     assert "error" not in loop and loop["tuned"] >= 1 and loop["matches_interpreter"]

@@ -14,6 +14,7 @@ from ...codegen.expr import Expr
 from . import irtypes as T
 from . import complex_ops
 from .ops import NO_ROUND, OPS, NoRow, convert_value
+from .row_norm import render_row_norm, row_trip
 
 
 def _complex_convert(cx, e, args):
@@ -79,6 +80,8 @@ def parallel_trip(kernel) -> int:
     spaces = kernel.index_spaces
     if not spaces:
         return 0
+    if kernel.kind == "row_normalization":
+        return row_trip(kernel) if _work(kernel) >= PARALLEL_MIN_WORK else 0
     s0 = spaces[0]
     order = list(reversed(s0.effective_layout().minor_to_major))
     for s in spaces[1:]:
@@ -154,6 +157,8 @@ class KernelRenderer:
         try:
             if k.kind == "in_place_dynamic_update_slice":
                 self._render_dus()
+            elif k.kind == "row_normalization":
+                render_row_norm(self, Scope)
             else:
                 for n, shape in enumerate(k.index_spaces):
                     self._render_output(n, shape)

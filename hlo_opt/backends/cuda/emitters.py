@@ -12,6 +12,9 @@ Chosen by the kernel's kind (XLA:GPU's emitters are chosen by the fusion's hero)
 * ``multi_output_reduction``: as above when every output has the reduced shape; outputs
   of other shapes get kernels of their own.
 * ``in_place_dynamic_update_slice``: a loop over the update only.
+* ``row_normalization`` (a ``__triton`` softmax / layer-norm fusion): one kernel, a warp
+  or a block per row, each reduction by warp shuffles, then the row's outputs
+  (``row_norm.py``).
 * anything else the plan calls a kernel (concatenate, transpose, reduce_window) renders
   as ``loop`` (correct, not yet XLA's shared-memory tiling for transposes).
 
@@ -29,6 +32,10 @@ from ...codegen.expr import Expr
 from .renderer import CTYPE, STORAGE, Block, check_type, from_storage, to_storage
 
 INT32_MAX = (1 << 31) - 1
+
+# kind -> emitter(KernelEmitter) -> KernelSource, for kinds emitted by modules of their own
+# (they register themselves: ``row_norm.py``)
+KIND_EMITTERS: dict = {}
 
 
 @dataclass
@@ -310,6 +317,9 @@ class KernelEmitter:
         kind = k.kind
         if kind == "in_place_dynamic_update_slice" and k.in_place:
             return [self._dus()]
+        special = KIND_EMITTERS.get(kind)
+        if special is not None:
+            return [special(self)]
         groups = self._output_groups()
         out = []
         for outs in groups:

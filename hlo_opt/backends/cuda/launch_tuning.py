@@ -3,12 +3,12 @@
 A fusion is cut out into a module of its own (parameters -> the fusion), and the kernel
 plan is built once per :class:`~.emitters.LaunchConfig` that changes the generated code
 or the launch: threads per block (loop and in-place kernels), the grid cap, threads per
-row for row reductions, elements per thread (vector width) of loop kernels, shared-memory
-tiles for transposes (where the emitter has those knobs).  Variants that produce identical
-kernels are merged.  The chosen
-configuration is written into the fusion's ``backend_config`` as ``launch_config`` (an
-hlo-opt field: XLA has no launch knob for non-Triton fusions) and read back by
-:func:`launch_config_of` when the program is built.
+row for row reductions and row normalisations, elements per thread (vector width) of loop
+kernels, shared-memory tiles for transposes (where the emitter has those knobs).  Variants
+that produce identical kernels are merged.  The chosen configuration is written into the
+fusion's ``backend_config`` as ``launch_config`` (an hlo-opt field: XLA has no launch knob
+for non-Triton fusions) and read back by :func:`launch_config_of` when the program is
+built.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
         configs += [replace(default, block=b) for b in LOOP_BLOCKS]
     if "loop" in kinds and hasattr(default, "unroll"):        # vector width
         configs += [replace(default, unroll=u) for u in vector_widths]
-    if "row_reduction" in kinds:
+    if kinds & {"row_reduction", "row_normalization"}:
         configs += [replace(default, row_threads=t) for t in ROW_THREADS]
     if hasattr(default, "tile_transposes") and kinds & {"loop", "transpose"}:
         configs.append(replace(default, tile_transposes=not default.tile_transposes))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall, make_plan
 from ...errors import UnsupportedError
+from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .emitters import LaunchConfig, emit_kernel
 from .libraries import gemm_spec
 from .scatter import emit_scatter

@@ -1,0 +1,169 @@
+"""Row normalisation: the structure one kernel per row can evaluate (softmax, layer norm).
+
+A *row-normalisation* computation has an array root of shape ``R = B + [N]`` (``B`` the
+batch dims, ``N`` the row) in the default layout, and every ``reduce`` in it folds
+exactly the last dimension of an ``R``-shaped operand into a ``B``-shaped result.  Values
+that depend on a reduction stay per-row: ``R``-shaped elementwise ops, per-row values
+(``B``, give or take dimensions of size 1: elementwise ops, reshapes and bitcasts among
+them), and broadcasts of per-row values along the batch dims.  Everything else
+(parameters, constants, broadcasts of them, any elemental op on them) is free and is read
+at whatever index the row asks for.
+
+So one row is computed as: each reduction in post order (its operand evaluated at
+``(row, c)`` for every column ``c``, earlier reductions of the same row already known),
+then the root at ``(row, c)``.  :func:`analyze` checks the structure and returns the
+reductions in that order; the ``softmax-rewriter-triton`` pass uses it to decline what
+the backends could not emit, and the planner to choose the ``row_normalization`` kind.
+
+``TRITON_FUSION_KIND`` is XLA's ``fusion_backend_config.kind`` of such fusions.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..ir.opcodes import is_elementwise
+from . import index as ix
+from .elemental import ElementalEmitter
+from .expr import Expr, var
+
+TRITON_FUSION_KIND = "__triton"
+
+
+@dataclass
+class RowNorm:
+    root: object
+    batch: tuple          # B
+    row: int              # N
+    reduces: list         # the reductions, in post order
+
+
+def _default_layout(shape) -> bool:
+    m2m = list(shape.effective_layout().minor_to_major)
+    return m2m == list(range(shape.rank - 1, -1, -1))
+
+
+def _squeeze(dims) -> tuple:
+    return tuple(n for n in dims if n != 1)
+
+
+def _along_batch(bcast, b_dims) -> bool:
+    """A broadcast of a per-row value along the row: the operand's non-degenerate dims
+    are the batch dims, in order."""
+    op = bcast.operands[0].shape.dims
+    if _squeeze(op) != _squeeze(b_dims):
+        return False
+    mapped = [bcast.dimensions[i] for i, n in enumerate(op) if n != 1]
+    return mapped == [d for d, n in enumerate(b_dims) if n != 1]
+
+
+def analyze(comp, seeds=()) -> tuple[RowNorm | None, str]:
+    """(structure, "") when ``comp`` is a row normalisation, else (None, why not).
+    ``seeds``: instructions to treat as computed from a reduction (the parameter through
+    which another normalisation would feed this one, were the two merged)."""
+    return analyze_instructions(comp.root, comp.post_order(), seeds)
+
+
+def analyze_instructions(root, order, seeds=()) -> tuple[RowNorm | None, str]:
+    """:func:`analyze` for the instructions ``order`` (in post order, ``root`` last) as
+    if they were fused: operands from elsewhere are parameters."""
+    shape = root.shape
+    if not shape.is_array() or shape.rank == 0:
+        return None, "the root is not an array of rank >= 1"
+    r_dims = tuple(shape.dims)
+    b_dims = r_dims[:-1]
+    dependent: set = set(seeds)   # values computed from a reduction of the row
+    reduces = []
+    for inst in order:
+        if not inst.shape.is_array() or not _default_layout(inst.shape):
+            return None, f"%{inst.name} is not an array in the default layout"
+        if inst.opcode == "reduce":
+            op = inst.operands[0]
+            if len(inst.operands) != 2 or tuple(op.shape.dims) != r_dims or \
+                    tuple(inst.dimensions) != (len(r_dims) - 1,) or \
+                    tuple(inst.shape.dims) != b_dims:
+                return None, f"%{inst.name} does not reduce the row dimension of the root"
+            if inst.operands[1] in dependent:
+                return None, f"%{inst.name}: the init value depends on a reduction"
+            reduces.append(inst)
+            dependent.add(inst)
+            continue
+        if inst in dependent or not any(o in dependent for o in inst.operands):
+            continue
+        dims = tuple(inst.shape.dims)
+        per_row = dims != r_dims and _squeeze(dims) == _squeeze(b_dims)
+        if is_elementwise(inst.opcode) and (dims == r_dims or per_row):
+            dependent.add(inst)
+            continue
+        if inst.opcode in ("reshape", "bitcast") and per_row and \
+                _squeeze(inst.operands[0].shape.dims) == _squeeze(b_dims):
+            dependent.add(inst)
+            continue
+        if inst.opcode == "broadcast" and dims == r_dims and \
+                _along_batch(inst, b_dims):
+            dependent.add(inst)
+            continue
+        return None, (f"%{inst.name} ({inst.opcode}) uses a reduction but is neither "
+                      "elementwise per row nor a broadcast along the row")
+    if not reduces:
+        return None, "no reduction"
+    return RowNorm(root, b_dims, r_dims[-1], reduces), ""
+
+
+def fusion_backend_kind(inst) -> str | None:
+    """``backend_config.fusion_backend_config.kind`` of a fusion (None when absent)."""
+    raw = inst.attrs.get("backend_config", "")
+    if not raw or "fusion_backend_config" not in raw:
+        return None
+    try:
+        cfg = json.loads(raw)
+    except ValueError:
+        return None
+    fbc = cfg.get("fusion_backend_config") if isinstance(cfg, dict) else None
+    return fbc.get("kind") if isinstance(fbc, dict) else None
+
+
+def row_norm_of(inst) -> RowNorm | None:
+    """The structure of a ``__triton`` kCustom fusion that is a row normalisation."""
+    if inst.opcode != "fusion" or inst.attrs.get("kind") != "kCustom":
+        return None
+    if fusion_backend_kind(inst) != TRITON_FUSION_KIND:
+        return None
+    rn, _ = analyze(inst.fused_computation)
+    return rn
+
+
+class RowEmitter(ElementalEmitter):
+    """The elemental emitter of one row: a reduction already computed for the current row
+    (``known``: instruction -> its value, a ``var`` the renderer has bound) is that value
+    at every index, which :func:`analyze` guarantees is the row's own."""
+
+    def __init__(self, inputs: dict, batch: tuple = (), staged=frozenset()):
+        super().__init__(inputs)
+        self.known: dict = {}
+        self.batch = tuple(batch)
+        self.staged = staged      # input numbers whose current row a renderer has staged
+
+    def value(self, inst, idx: tuple, leaf: int = 0) -> Expr:
+        hit = self.known.get(inst)
+        if hit is not None:
+            return hit
+        n = self.inputs.get((inst, leaf))
+        if n is not None and n in self.staged and tuple(idx[:-1]) == self.batch:
+            # an element of the current row of a staged input: ("row", n) loads index
+            # the staged row by column
+            return Expr("load", inst.shape.element_type, (idx[-1],), ("row", n))
+        return super().value(inst, idx, leaf)
+
+
+def row_indices(shape) -> tuple[tuple, Expr]:
+    """(batch index, column) loop variables of a row-normalisation output: ``rn_b<d>`` per
+    batch dim and ``rn_c`` for the row (size-1 dims are the constant 0)."""
+    dims = shape.dims
+    batch = tuple(ix.loop_var(f"rn_b{d}", n) for d, n in enumerate(dims[:-1]))
+    return batch, ix.loop_var("rn_c", dims[-1])
+
+
+def reduction_var(i: int, inst) -> Expr:
+    """The scalar a renderer binds to reduction ``i`` of the row."""
+    return var(f"rn_red{i}", inst.shape.element_type)
