@@ -150,8 +150,12 @@ def _compute_time(device: DeviceInfo, flops: float, num_threads: int) -> float:
     return flops / flops_per_second
 
 
-def _read_time(device: DeviceInfo, bytes_net: float, bytes_total: float) -> float:
+def _read_time(device: DeviceInfo, bytes_net: float, bytes_total: float,
+               waste: int = 1) -> float:
+    """Read time; ``waste`` > 1: uncoalesced, from DRAM at the bandwidth over it."""
     bandwidth = device.memory_bandwidth
+    if waste != 1:
+        return bytes_total * waste / bandwidth
     if bytes_net < device.l2_cache_size:
         bandwidth *= L2_CACHE_SPEEDUP
     return bytes_total / bandwidth
@@ -292,7 +296,11 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache) -
     if 1e-9 > u:  # max(utilization, 1e-9)
         u = 1e-9
     b2 = bandwidth * L2_CACHE_SPEEDUP if producer_in < l2 else bandwidth
-    read = other_reads / b1 + (producer_in * u) / b2
+    waste = _waste_factor(producer, consumer, cache)
+    if waste == 1:
+        read = other_reads / b1 + (producer_in * u) / b2
+    else:  # uncoalesced reads (_read_time with the waste factor)
+        read = other_reads * waste / bandwidth + (producer_in * u) * waste / bandwidth
     write = consumer_cost.bytes_written / bandwidth
     memory = read + write
     # _combine
@@ -387,8 +395,9 @@ def estimate_run_times(producer, consumers, multi_output: bool = False,
         if waste == 1:
             memory = other_reads / b1 + (producer_in * utilization) / b2 + \
                 consumer_cost.bytes_written / bandwidth
-        else:  # uncoalesced reads: from DRAM, at the bandwidth over the waste factor
-            memory = (other_reads + producer_in * utilization) * waste / bandwidth + \
+        else:  # uncoalesced reads (_read_time with the waste factor)
+            memory = other_reads * waste / bandwidth + \
+                (producer_in * utilization) * waste / bandwidth + \
                 consumer_cost.bytes_written / bandwidth
         fused += compute + memory - MEMORY_COMPUTE_PARALLELISM * (
             memory if memory < compute else compute)
