@@ -449,7 +449,7 @@ def module_cost(module) -> Cost:
 class _CostEntry:
     """What a :class:`CostCache` knows of one instruction (None: not asked yet)."""
 
-    __slots__ = ("cost", "util", "param_bytes", "run_time", "threads")
+    __slots__ = ("cost", "util", "param_bytes", "run_time", "threads", "bad_transpose")
 
     def __init__(self):
         self.cost = None
@@ -457,6 +457,7 @@ class _CostEntry:
         self.param_bytes = None  # parameter number -> read bytes (of a fusion)
         self.run_time = None  # filled by the performance model
         self.threads = None  # likewise
+        self.bad_transpose = None  # likewise (perf_model._bad_transpose)
 
 
 class CostCache:

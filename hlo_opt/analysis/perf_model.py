@@ -6,7 +6,12 @@ output.
 
 ``estimate_run_times(producer, consumers)`` -> (time_unfused, time_fused) in seconds, as
 ``GpuPerformanceModel::EstimateRunTimes``.  Simplified against XLA: no per-block L1
-model, no coalescing model; reads smaller than L2 get XLA's 2.5x L2 speed-up.
+model; reads smaller than L2 get XLA's 2.5x L2 speed-up.  Coalescing is XLA's heuristic
+(``IsReadCoalescedHeuristic``) for a producer-consumer fusion only: a fusion that is not a
+tiled transpose and contains a transpose of the minor dimension (not of a broadcast or
+iota) reads uncoalesced, at the memory bandwidth divided by the waste factor
+(``GetCoalescingWasteFactor``: DRAM->L2 transaction size / element size); this is what
+keeps a transpose out of a concatenate or binary loop fusion.
 """
 from __future__ import annotations
 
@@ -16,10 +21,15 @@ from .cost import (_UTILIZATION_OPCODES, CostCache, _CostEntry, _own_operand_uti
                    _elements, _param_utilization, fusion_param_read_bytes, instruction_cost,
                    shape_bytes)
 from .device import DEFAULT_DEVICE, DeviceInfo
+from .gpu.fusible import (fused_instructions, is_elementwise, is_intermediate,
+                          is_physically_transposing, tiled_transpose)
+from .layout import minor_to_major
+from hlo_opt.ir.types import BIT_WIDTH
 
 KERNEL_LAUNCH_OVERHEAD = 1e-6  # seconds (kKernelLaunchOverhead)
 MEMORY_COMPUTE_PARALLELISM = 0.95
 L2_CACHE_SPEEDUP = 2.5
+DRAM_TO_L2_TRANSACTION_SIZE_BYTES = 64  # se::DeviceDescription's default (2 sectors)
 
 
 @dataclass
@@ -30,6 +40,109 @@ class RunTime:
     write_time: float
 
 
+def transposes_minor_dimension(inst) -> bool:
+    """XLA's TransposesMinorDimension: a copy or transpose whose most minor non-trivial
+    output dimension is not the operand's most minor non-trivial dimension (a fusion: any
+    of its instructions)."""
+    op = inst.opcode
+    if op == "fusion":
+        return any(transposes_minor_dimension(i) for i in fused_instructions(inst))
+    if op not in ("copy", "transpose") or not inst.shape.is_array():
+        return False
+    src = inst.operands[0].shape
+    dst = inst.shape
+    src_m2m = minor_to_major(src)
+    first_src = next((d for d in src_m2m if src.dims[d] != 1), None)
+    if op == "copy":
+        first_dst = next((d for d in minor_to_major(dst) if dst.dims[d] != 1), None)
+        return first_src != first_dst
+    for out_dim in minor_to_major(dst):
+        if dst.dims[out_dim] == 1:
+            continue
+        return first_src is not None and \
+            src_m2m.index(inst.dimensions[out_dim]) > src_m2m.index(first_src)
+    return False
+
+
+def _of_broadcast(inst) -> bool:
+    """A broadcast or iota, seen through bitcasts and unary elementwise ops."""
+    while True:
+        op = inst.opcode
+        if op == "broadcast" or op == "iota":
+            return True
+        if len(inst.operands) != 1 or (op != "bitcast" and not is_elementwise(inst)):
+            return False
+        inst = inst.operands[0]
+
+
+def _bad_transpose(inst, cache: CostCache) -> bool:
+    """IsReadCoalescedHeuristic's is_bad_transpose (memoized): ``inst`` (or one of its
+    fused instructions) transposes the minor dimension of something that is not a
+    broadcast or iota."""
+    e = cache.entry(inst)
+    v = e.bad_transpose
+    if v is None:
+        body = fused_instructions(inst) if inst.opcode == "fusion" else (inst,)
+        v = e.bad_transpose = any(transposes_minor_dimension(i) and
+                                  not _of_broadcast(i.operands[0]) for i in body
+                                  if i.opcode in ("copy", "transpose"))
+    return v
+
+
+def _fused_transpose_hero(producer, consumer) -> bool:
+    """Whether the fusion of ``producer`` into ``consumer`` would be a tiled transpose
+    (EmitterFusionKind::kTranspose): from the consumer's root through intermediate
+    (unary elementwise, bitcast-like) ops, into the producer, to a transpose that moves
+    data (XLA's transpose emitter takes more permutations than :func:`tiled_transpose`
+    describes; counting them all keeps e.g. ``transpose(exp(x)), dimensions={2,1,0}``
+    fused, as XLA does)."""
+    fused = consumer.opcode == "fusion"
+    if fused:
+        root = consumer.called[0].root
+        roots = list(root.operands) if root.opcode == "tuple" else [root]
+    else:
+        roots = [consumer]
+    for h in roots:
+        in_producer = False
+        while h is not None:
+            if h.opcode == "parameter":
+                if in_producer or not fused or \
+                        consumer.operands[h.parameter_number] is not producer:
+                    break
+                h = producer
+            if h is producer:
+                in_producer = True
+                if producer.opcode == "fusion":
+                    h = producer.called[0].root
+                    if h.opcode == "tuple":
+                        break
+            if tiled_transpose(h) or (h.opcode in ("copy", "transpose") and
+                                      is_physically_transposing(h)):
+                return True  # (XLA tiles more transposes than tiled_transpose knows)
+            if h.opcode == "fusion" or not is_intermediate(h):
+                break
+            nxt = h.operands[0]
+            if not fused and not in_producer and nxt is not producer:
+                break  # an unfused consumer's operand other than the producer
+            if not fused and in_producer and producer.opcode != "fusion":
+                break  # the unfused producer's operands are outside
+            h = nxt
+    return False
+
+
+def _waste_factor(producer, consumer, cache: CostCache) -> int:
+    """1 where the fused kernel reads coalesced, else XLA's GetCoalescingWasteFactor of
+    the producer's first operand's element type (IsReadCoalescedHeuristic, for the
+    transpose rule)."""
+    if not (_bad_transpose(producer, cache) or _bad_transpose(consumer, cache)):
+        return 1
+    if _fused_transpose_hero(producer, consumer):
+        return 1
+    et = producer.operands[0].shape.element_type if producer.operands else "f32"
+    size = max(BIT_WIDTH.get(et, 32) // 8, 1)
+    return max(DRAM_TO_L2_TRANSACTION_SIZE_BYTES // size, 1)
+
+
 def _compute_time(device: DeviceInfo, flops: float, num_threads: int) -> float:
     fpus = device.core_count * device.fpus_per_core
     active = max(min(num_threads, fpus), 1)
@@ -37,8 +150,12 @@ def _compute_time(device: DeviceInfo, flops: float, num_threads: int) -> float:
     return flops / flops_per_second
 
 
-def _read_time(device: DeviceInfo, bytes_net: float, bytes_total: float) -> float:
+def _read_time(device: DeviceInfo, bytes_net: float, bytes_total: float,
+               waste: int = 1) -> float:
+    """Read time; ``waste`` > 1: uncoalesced, from DRAM at the bandwidth over it."""
     bandwidth = device.memory_bandwidth
+    if waste != 1:
+        return bytes_total * waste / bandwidth
     if bytes_net < device.l2_cache_size:
         bandwidth *= L2_CACHE_SPEEDUP
     return bytes_total / bandwidth
@@ -185,8 +302,12 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache,
     if 1e-9 > utilization:  # max(utilization, 1e-9)
         utilization = 1e-9
     b2 = bandwidth * L2_CACHE_SPEEDUP if producer_in < l2 else bandwidth
-    memory = other_reads / b1 + (producer_in * utilization) / b2 + \
-        consumer_cost.bytes_written / bandwidth
+    waste = _waste_factor(producer, consumer, cache)
+    if waste == 1:
+        read = other_reads / b1 + (producer_in * utilization) / b2
+    else:  # uncoalesced reads (_read_time with the waste factor)
+        read = other_reads * waste / bandwidth + (producer_in * utilization) * waste / bandwidth
+    memory = read + consumer_cost.bytes_written / bandwidth
     # _combine
     return compute + memory - MEMORY_COMPUTE_PARALLELISM * (
         memory if memory < compute else compute)

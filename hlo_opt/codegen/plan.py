@@ -311,11 +311,7 @@ def _make_kernel_or_call(inst, ins, outs, p):
                 k.input_map[(m, 0)] = n
                 k.inputs.append(Value(m, 0))
                 n += 1
-        r = comp.root
-        if r.opcode == "tuple":
-            k.roots = [(x, 0) for x in r.operands]
-        else:
-            k.roots = [(r, j) for j in range(len(outs))]
+        k.roots = _root_leaves(comp.root)
     else:
         n = 0
         for o in inst.operands:
@@ -333,6 +329,15 @@ def _make_kernel_or_call(inst, ins, outs, p):
             k.kind, k.reason = "loop", "dynamic-update-slice whose operand is computed " \
                                        "in the fusion: one loop over the output"
     return k
+
+
+def _root_leaves(inst) -> list:
+    """(instruction, leaf) per output leaf of a fused root: through tuples, and into
+    tuple-shaped operands leaf by leaf (a variadic reduce in a multi-output fusion is
+    one tuple-shaped output, XLA's nested form)."""
+    if inst.opcode == "tuple":
+        return [rl for x in inst.operands for rl in _root_leaves(x)]
+    return [(inst, j) for j in range(_leaf_count(inst.shape))]
 
 
 def _live_post_order(comp):

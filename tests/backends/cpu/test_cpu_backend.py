@@ -169,3 +169,53 @@ def test_optimization_level_zero_still_runs():
     exe = CpuExecutable(m, DebugOptions(xla_backend_optimization_level=0), cache=False)
     np.testing.assert_allclose(exe.run(args)[0], Interpreter(m).run(args)[0], rtol=1e-5,
                                atol=1e-6)
+
+
+NESTED_VARIADIC_MOF = """
+HloModule nested_variadic_mof
+argmax {
+  v0 = f32[] parameter(0)
+  i0 = s32[] parameter(1)
+  v1 = f32[] parameter(2)
+  i1 = s32[] parameter(3)
+  ge = pred[] compare(v0, v1), direction=GE
+  v = f32[] select(ge, v0, v1)
+  i = s32[] select(ge, i0, i1)
+  ROOT r = (f32[], s32[]) tuple(v, i)
+}
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+fused {
+  x = f32[5,7] parameter(0)
+  io = s32[5,7] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  z = s32[] constant(0)
+  am = (f32[5], s32[5]) reduce(x, io, ninf, z), dimensions={1}, to_apply=argmax
+  zf = f32[] constant(0)
+  e = f32[5,7] exponential(x)
+  s = f32[5] reduce(e, zf), dimensions={1}, to_apply=sum
+  ROOT t = ((f32[5], s32[5]), f32[5]) tuple(am, s)
+}
+ENTRY e {
+  p = f32[5,7] parameter(0)
+  f = ((f32[5], s32[5]), f32[5]) fusion(p), kind=kInput, calls=fused
+  g0 = (f32[5], s32[5]) get-tuple-element(f), index=0
+  g1 = f32[5] get-tuple-element(f), index=1
+  ROOT r = ((f32[5], s32[5]), f32[5]) tuple(g0, g1)
+}
+"""
+
+
+def test_multi_output_fusion_with_a_variadic_reduce_output(tmp_path):
+    # The gpu pipeline's nested form: a tuple-shaped (variadic reduce) element of the
+    # fusion's root tuple gives one kernel output per leaf.
+    m = parse_hlo_modules(NESTED_VARIADIC_MOF, "nested.hlo")[0]
+    args = random_arguments(m, seed=5)
+    got = CpuExecutable(m, cache_dir=str(tmp_path)).run(args)
+    want = Interpreter(m).run(args)
+    assert len(got) == len(want) == 3
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5)

@@ -235,7 +235,8 @@ def test_fusion_facts_equal_asking_one_by_one():
 def _reference_fused_exec_time(producer, consumer, device, cache):
     """GpuPerformanceModel's fused time from the model's separate helpers."""
     from hlo_opt.analysis.cost import shape_bytes
-    from hlo_opt.analysis.perf_model import _combine, _compute_time, _read_time, _threads
+    from hlo_opt.analysis.perf_model import (_combine, _compute_time, _read_time, _threads,
+                                             _waste_factor)
     consumer_cost = cache.cost(consumer)
     utilization = 0.0
     producer_bytes = 0.0
@@ -249,8 +250,10 @@ def _reference_fused_exec_time(producer, consumer, device, cache):
         producer_cost.flops + 4 * producer_cost.transcendentals)
     compute = _compute_time(device, flops, _threads(consumer))
     other_reads = max(consumer_cost.bytes_read - producer_bytes, 0.0)
-    read = _read_time(device, other_reads, other_reads) + _read_time(
-        device, producer_cost.bytes_read, producer_cost.bytes_read * max(utilization, 1e-9))
+    waste = _waste_factor(producer, consumer, cache)
+    read = _read_time(device, other_reads, other_reads, waste) + _read_time(
+        device, producer_cost.bytes_read, producer_cost.bytes_read * max(utilization, 1e-9),
+        waste)
     write = consumer_cost.bytes_written / device.memory_bandwidth
     return _combine(compute, read + write)
 
