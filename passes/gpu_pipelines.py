@@ -85,6 +85,15 @@ def nvptx_post_layout_part1(config: HloModuleConfig) -> Pipeline:
                     _passes("cublas-pad-for-gemms", "constant_folding"))
 
 
+def _gemm_fusion(config: HloModuleConfig) -> list:
+    """XLA runs GemmFusion ("triton-gemm-rewriter") before the cuBLAS rewriter when
+    ``--xla_gpu_enable_triton_gemm`` is on and the GPU is Ampere or newer."""
+    if config.debug_options.xla_gpu_enable_triton_gemm and \
+            config.device.is_at_least_ampere:
+        return _passes("triton-gemm-rewriter")
+    return []
+
+
 def post_layout_assignment(config: HloModuleConfig) -> Pipeline:
     # XLA runs AlgebraicSimplifier layout-sensitively once layouts are assigned (a
     # layout-blind one drops the copies layout assignment inserted).
@@ -95,6 +104,7 @@ def post_layout_assignment(config: HloModuleConfig) -> Pipeline:
                  "reduction-dimension-grouper"),
         Fixpoint(create_pass("reduction-splitter")),
         Fixpoint(create_pass("gpu-tree-reduction-rewriter")), Fixpoint(layout_algsimp),
+        *_gemm_fusion(config),
         *_passes("cublas-gemm-rewriter", "gemm-broadcast-folding-rewriter",
                  "bfloat16-normalization", "gpu-conv-algorithm-picker", "tuple-simplifier",
                  "cse")])
