@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 
+from hlo_opt.codegen.gemm_fusion import TRITON_GEMM_KIND, is_triton_gemm_fusion  # noqa: F401
 from hlo_opt.ir.computation import Computation
 from hlo_opt.rewrite.fusion import clone_into
 from hlo_opt.rewrite.graph import add_computation, remove_dead_operands
@@ -31,9 +32,6 @@ from ._computations import nonfusion_computations
 from ._triton_gemm import plan_dot_fusion
 from .cublas_pad_for_gemms import PADDING_REQUIREMENTS
 from .gemm_rewriter import matmul_too_small, supported_by_classical_emitters
-
-TRITON_GEMM_KIND = "__triton_gemm"
-
 
 def cublas_requires_padding(dot, device) -> bool:
     """CublasRequiresPadding: a padding requirement of the GPU for the dot's type that
@@ -46,13 +44,6 @@ def cublas_requires_padding(dot, device) -> bool:
             if any(d % multiple for d in s.dims[-2:]):
                 return True
     return False
-
-
-def is_triton_gemm_fusion(inst) -> bool:
-    if inst.opcode != "fusion" or inst.attrs.get("kind") != "kCustom":
-        return False
-    return f'"kind":"{TRITON_GEMM_KIND}"' in inst.attrs.get("backend_config", "").replace(
-        " ", "")
 
 
 def _build(dot, plan) -> None:
