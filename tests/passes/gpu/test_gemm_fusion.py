@@ -7,6 +7,7 @@ import functools
 
 from hlo_opt.analysis.device import DeviceInfo
 from hlo_opt.api import parse_hlo
+from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, tile_config_of
 from hlo_opt.flags import DebugOptions
 from hlo_opt.ir.config import HloModuleConfig
 from passes.gpu.gemm_fusion import GemmFusion, is_triton_gemm_fusion
@@ -181,7 +182,9 @@ def _gpu(text, **flags):
 
 def test_gpu_pipeline_forms_gemm_fusions_only_with_the_flag():
     on = _gpu(CONVERT_SCALE)
-    assert len(_gemm_fusions(on)) == 1
+    (f,) = _gemm_fusions(on)
+    # no autotuning session: XLA's default tile configuration (autotune level 0)
+    assert tile_config_of(f) == DEFAULT_TILE
     off = _gpu(CONVERT_SCALE, xla_gpu_enable_triton_gemm=False)
     assert not _gemm_fusions(off)
     assert any(i.opcode == "custom-call" for i in off.entry.instructions)
