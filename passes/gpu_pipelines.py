@@ -42,7 +42,10 @@ def simplification(config: HloModuleConfig) -> Fixpoint:
 def optimization(config: HloModuleConfig) -> Pipeline:
     """XLA's GPU "optimization" pipeline in the seed's order; the seed's passes we do not
     have (gpu_hlo_support_checker, element_type_converter,
-    hlo-get-dimension-size-rewriter) are the only ones left out."""
+    hlo-get-dimension-size-rewriter) are the only ones left out.  ``dot-merger`` (XLA:GPU
+    merges "smallish" dots sharing an operand, --xla_gpu_dot_merger_threshold_mb: a
+    transformer's Q/K/V projections become one gemm) runs after ``cse``, where the
+    dot decomposer's reshapes of a shared operand have become one."""
     return Pipeline("optimization", [
         *_passes("zero_sized_hlo_elimination", "dynamic-index-splitter", "call-inliner",
                  "dot_decomposer"),
@@ -51,8 +54,8 @@ def optimization(config: HloModuleConfig) -> Pipeline:
         create_pass("convolution-group-converter", convert_batch_groups_only=True),
         create_pass("stable-sort-expander"),
         simplification(config), simplification(config), simplification(config),
-        *_passes("zero_sized_hlo_elimination", "transpose-folding", "cse", "dce",
-                 "while-loop-trip-count-annotator")])
+        *_passes("zero_sized_hlo_elimination", "transpose-folding", "cse", "dot-merger",
+                 "dce", "while-loop-trip-count-annotator")])
 
 
 def spmd_simplify(config: HloModuleConfig) -> Pipeline:
