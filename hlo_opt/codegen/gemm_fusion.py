@@ -105,7 +105,7 @@ class GemmFusionSpec:
     lhs_roles: dict        # lhs dim -> "b" | "m" | "k"
     rhs_roles: dict        # rhs dim -> "b" | "n" | "k"
     out_roles: list        # role of each dot output dim
-    epilogue: list         # fused users after the dot, in order
+    epilogue: list         # fused users after the dot (on its index space), in order
 
 
 def _roles(shape, batch, contracting, free_role):
@@ -139,20 +139,40 @@ def analyze(fusion) -> GemmFusionSpec | None:
     m = lhs.dims[lfree[0]] if lfree else 1
     n = rhs.dims[rfree[0]] if rfree else 1
     out_roles = ["b"] * len(lb) + ["m"] * len(lfree) + ["n"] * len(rfree)
-    # the epilogue: a chain of users of one index space (the dot's) up to the root
-    chain, x = [], dot
+    # the epilogue: a chain of users of one index space (the dot's), then bitcasts (the
+    # same bytes: stores go where the dot's index space puts them) up to the root
+    chain, x, tail = [], dot, False
     while x is not comp.root:
         if x.user_count != 1:
             return None
         u = x.users[0]
-        if u.shape.is_tuple() or u.shape.dims != dot.shape.dims or \
+        if u.shape.is_tuple():
+            return None
+        if _is_bitcast(u):
+            tail = True
+        elif tail or u.shape.dims != dot.shape.dims or \
                 u.shape.effective_layout().minor_to_major != \
                 dot.shape.effective_layout().minor_to_major:
             return None
-        chain.append(u)
+        else:
+            chain.append(u)
         x = u
     return GemmFusionSpec(dot, lhs.dims[lb[0]] if lb else 1, m, n, lhs.dims[lc[0]], lr, rr,
                           out_roles, chain)
+
+
+def _is_bitcast(inst) -> bool:
+    """A bitcast, or a reshape between row-major shapes: the same bytes in the same order."""
+    a, b = inst.operands[0].shape, inst.shape
+    if a.element_type != b.element_type or a.num_elements() != b.num_elements():
+        return False
+    if inst.opcode == "bitcast":
+        return True
+
+    def row_major(s):
+        m2m = [d for d in s.effective_layout().minor_to_major if s.dims[d] != 1]
+        return m2m == sorted(m2m, reverse=True)
+    return inst.opcode == "reshape" and row_major(a) and row_major(b)
 
 
 def flops(spec: GemmFusionSpec) -> int:

@@ -67,7 +67,8 @@ def emit_gemm_fusion(kernel, names: set, device, tile: TileConfig | None = None
     root = spec.epilogue[-1] if spec.epilogue else dot
     out_code = e_blk.value(em.value(root, out_idx))
     out_shape = kernel.outputs[0].shape
-    lin = e_blk.value(ix.linear_index(out_shape, out_idx))
+    # trailing bitcasts of the epilogue: the same bytes, stored by the dot's index space
+    lin = e_blk.value(ix.linear_index(root.shape, out_idx))
     ke._store(e_blk, 0, lin, out_code)
 
     name = c_name(kernel.name, names)

@@ -46,6 +46,22 @@ ENTRY e {
   ROOT o = f32[3,20,28]{2,1,0} convert(d)
 }
 """,
+    # a layer-norm-like prologue on a bitcast operand, the result bitcast back to 3-D
+    "bitcast_epilogue": """HloModule bitcast_epilogue
+ENTRY e {
+  x = f32[2,16,32]{2,1,0} parameter(0)
+  g = f32[32]{0} parameter(1)
+  w = f32[32,40]{1,0} parameter(2)
+  bg = f32[2,16,32]{2,1,0} broadcast(g), dimensions={2}
+  y = f32[2,16,32]{2,1,0} multiply(x, bg)
+  b = f32[32,32]{1,0} bitcast(y)
+  d = f32[32,40]{1,0} dot(b, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c = f32[] constant(3)
+  bc = f32[32,40]{1,0} broadcast(c), dimensions={}
+  s = f32[32,40]{1,0} multiply(d, bc)
+  ROOT r = f32[2,16,40]{2,1,0} bitcast(s)
+}
+""",
     # an f32 dot whose output is scaled by a parameter (column-major result)
     "f32_param_scale": """HloModule f32_param_scale
 ENTRY e {
