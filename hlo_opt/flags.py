@@ -109,7 +109,8 @@ class DebugOptions:
     xla_gpu_enable_fast_min_max: bool = False
     xla_gpu_deterministic_ops: bool = False
     xla_gpu_enable_triton_gemm: bool = True
-    xla_gpu_enable_cublaslt: bool = False
+    xla_gpu_triton_gemm_any: bool = False
+    xla_gpu_enable_cublaslt: bool = True
     xla_gpu_cublas_fallback: bool = True
     xla_gpu_enable_split_k_autotuning: bool = True
     xla_gpu_exhaustive_tiling_search: bool = False

@@ -49,7 +49,10 @@ def simplification(config: HloModuleConfig) -> Fixpoint:
 def optimization(config: HloModuleConfig) -> Pipeline:
     """XLA's GPU "optimization" pipeline in the seed's order; the seed's passes we do not
     have (gpu_hlo_support_checker, element_type_converter,
-    hlo-get-dimension-size-rewriter) are the only ones left out."""
+    hlo-get-dimension-size-rewriter) are the only ones left out.  ``dot-merger`` (XLA:GPU
+    merges "smallish" dots sharing an operand, --xla_gpu_dot_merger_threshold_mb: a
+    transformer's Q/K/V projections become one gemm) runs after ``cse``, where the
+    dot decomposer's reshapes of a shared operand have become one."""
     return Pipeline("optimization", [
         *_passes("zero_sized_hlo_elimination", "dynamic-index-splitter", "call-inliner",
                  "dot_decomposer"),
@@ -97,6 +100,15 @@ def nvptx_post_layout_part1(config: HloModuleConfig) -> Pipeline:
                     _passes("cublas-pad-for-gemms", "constant_folding"))
 
 
+def _gemm_fusion(config: HloModuleConfig) -> list:
+    """XLA runs GemmFusion ("triton-gemm-rewriter") before the cuBLAS rewriter when
+    ``--xla_gpu_enable_triton_gemm`` is on and the GPU is Ampere or newer."""
+    if config.debug_options.xla_gpu_enable_triton_gemm and \
+            config.device.is_at_least_ampere:
+        return _passes("triton-gemm-rewriter")
+    return []
+
+
 def post_layout_assignment(config: HloModuleConfig) -> Pipeline:
     # XLA runs AlgebraicSimplifier layout-sensitively once layouts are assigned (a
     # layout-blind one drops the copies layout assignment inserted).
@@ -115,6 +127,7 @@ def post_layout_assignment(config: HloModuleConfig) -> Pipeline:
         create_pass("reduction-dimension-grouper"),
         Fixpoint(create_pass("reduction-splitter")),
         Fixpoint(create_pass("gpu-tree-reduction-rewriter")), Fixpoint(layout_algsimp),
+        *_gemm_fusion(config),
         *_passes("cublas-gemm-rewriter", "gemm-broadcast-folding-rewriter",
                  "bfloat16-normalization", "gpu-conv-algorithm-picker", "tuple-simplifier",
                  "cse")])

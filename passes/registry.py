@@ -46,6 +46,7 @@ from passes.gpu.cudnn_vectorize_convolutions import CudnnVectorizeConvolutions
 from passes.gpu.fused_conv_rewriter import CudnnFusedConvRewriter
 from passes.gpu.fusion_launch_autotuner import FusionLaunchAutotuner
 from passes.gpu.fusion_merger import FusionMerger
+from passes.gpu.gemm_fusion import GemmFusion
 from passes.gpu.gemm_broadcast_folding_rewriter import GemmBroadcastFoldingRewriter
 from passes.gpu.gemm_rewriter import GemmRewriter
 from passes.gpu.gpusolver_rewriter import GpusolverRewriter
@@ -150,6 +151,7 @@ PASSES: dict[str, type] = {
     "test-only-miscompile": TestOnlyMiscompile,
     "transpose-folding": TransposeFolding,
     "triangular-solve-rewriter": TriangularSolveRewriter,
+    "triton-gemm-rewriter": GemmFusion,
     "triton-softmax-rewriter": SoftmaxRewriterTriton,
     "tuple-simplifier": TupleSimplifier,
     "variadic-op-splitter": VariadicOpSplitter,

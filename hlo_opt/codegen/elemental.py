@@ -79,6 +79,11 @@ class ElementalEmitter:
         self._memo[key] = e
         return e
 
+    def bind(self, inst, idx: tuple, value: Expr, leaf: int = 0) -> None:
+        """Let ``inst``'s element at ``idx`` be ``value`` (a value the kernel computes
+        itself, e.g. a gemm's accumulator, seen by the instructions that use it)."""
+        self._memo[(inst, leaf, idx)] = value
+
     def operand(self, inst, i: int, idx: tuple) -> Expr:
         return self.value(inst.operands[i], idx)
 

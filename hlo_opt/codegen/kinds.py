@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from ..ir.opcodes import is_elementwise
 from .row_norm import row_norm_of
+from .gemm_fusion import is_triton_gemm_fusion
 
 KINDS = ("loop", "row_normalization", "row_reduction", "column_reduction", "multi_output_reduction",
          "transpose", "concatenate", "in_place_dynamic_update_slice", "scatter",
-         "reduce_window", "sort", "library_call")
+         "reduce_window", "sort", "triton_gemm", "library_call")
 
 # Opcodes that always become a library call (XLA:CPU calls runtime functions / BLAS).
 LIBRARY_OPCODES = frozenset({
@@ -87,6 +88,9 @@ def choose_kind(inst):
         return ("row_normalization",
                 f"__triton fusion: {len(rn.reduces)} reductions of rows of {rn.row}, "
                 "then the elementwise, per row", list(rn.reduces))
+    if is_triton_gemm_fusion(inst):
+        return "triton_gemm", "gemm fusion (__triton_gemm): one tiled gemm kernel with " \
+                              "its prologue and epilogue", [find_hero(roots_of(inst)[0])]
     roots = roots_of(inst)
     # an unfused instruction is its own hero (its operands are other kernels' outputs)
     heroes = [find_hero(r) for r in roots] if op == "fusion" else [inst]

@@ -285,7 +285,7 @@ def _make_kernel_or_call(inst, ins, outs, p):
                and m.opcode != "tuple"]
         if inst.opcode == "fusion":
             bad = [m for m in bad if m.opcode != "constant"]
-        if bad and kind not in ("sort", "scatter"):
+        if bad and kind not in ("sort", "scatter", "triton_gemm"):
             b = bad[0]
             return LibraryCall(inst.name, inst, ins, outs, target=b.opcode,
                                reason=f"%{b.name} ({b.opcode}) has no elemental rule")

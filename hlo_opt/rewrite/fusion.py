@@ -25,7 +25,7 @@ from hlo_opt.ir.shape import Shape
 from hlo_opt.rewrite.graph import (add_computation, add_gte, drop_computation, remove,
                                    remove_parameter)
 
-__all__ = ["absorb", "create_fusion", "fused_parameter", "param_for", "set_kind"]
+__all__ = ["absorb", "clone_into", "create_fusion", "fused_parameter", "param_for", "set_kind"]
 
 FUSED_COMPUTATION_NAME = "fused_computation"
 
@@ -82,6 +82,11 @@ def _clone_into(fc: Computation, inst: Instruction, operands) -> Instruction:
     # shared)
     clone.copy_caches_from(inst, lambda v: isinstance(v, _IMMUTABLE))
     return fc.add_instruction(clone)
+
+
+def clone_into(fc: Computation, inst: Instruction, operands) -> Instruction:
+    """A copy of ``inst`` reading ``operands``, added to ``fc`` (control edges dropped)."""
+    return _clone_into(fc, inst, operands)
 
 
 def create_fusion(comp: Computation, inst: Instruction, kind: str,

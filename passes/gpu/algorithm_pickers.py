@@ -16,7 +16,11 @@ writes it into the custom call's backend config, as XLA does:
   (default true) makes it an error, otherwise a warning.
 
 Level 0, or no session (hlo-opt compiling for no device, ``--platform`` other than a GPU
-backend), changes nothing.
+backend), changes no cuBLAS call.  Gemm fusions (``__triton_gemm``) are tuned here too,
+as XLA's GemmFusionAutotuner: their tile configuration (``triton_gemm_config`` in the
+fusion's backend_config) is XLA's default at level 0 / without a session, else the
+fastest of the provider's tile candidates (cuda-sim and cuda generate one kernel per
+candidate).  XLA's cuBLAS fallback for a gemm fusion is not among the candidates yet.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import numpy as np
 
 from hlo_opt.autotune import AutotuneError, session_for
 from hlo_opt.autotune.tuner import NoUsableCandidate
+from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, TileConfig, is_triton_gemm_fusion
 from hlo_opt.ir.shape import Shape
 
 from ._computations import nonfusion_computations
@@ -73,9 +78,61 @@ class _AlgorithmPicker:
         raise NotImplementedError
 
 
+TRITON_PREFIX = "triton:"
+
+
+def _set_tile(fusion, tile_json: dict) -> bool:
+    config = read_config(fusion)
+    fbc = config.setdefault("fusion_backend_config", {})
+    if fbc.get("triton_gemm_config") == tile_json:
+        return False
+    fbc["triton_gemm_config"] = tile_json
+    write_config(fusion, config)
+    return True
+
+
+def _tune_gemm_fusions(module, session) -> bool:
+    """Gemm fusions (``__triton_gemm``) get a tile configuration, as XLA's
+    GemmFusionAutotuner: without measuring (level 0, no session, a provider without
+    candidates for them) XLA's default config where none is set; otherwise the fastest
+    of the provider's tile candidates that passes the checks."""
+    fusions = [i for comp in nonfusion_computations(module) for i in comp.instructions
+               if is_triton_gemm_fusion(i)]
+    if not fusions:
+        return False
+    level = module.config.debug_options.xla_gpu_autotune_level
+    measured = []
+    if session is not None and session.config.enabled and level > 0:
+        measured = [f for f in fusions if session.kind_of(f) == "fusion"]
+    changed = False
+    for f in fusions:
+        if f not in measured and "triton_gemm_config" not in f.attrs.get("backend_config", ""):
+            changed |= _set_tile(f, DEFAULT_TILE.to_json())
+    if measured:
+        session.begin(len(measured))
+    for f in measured:
+        try:
+            result = session.autotune(f)
+        except NoUsableCandidate as e:
+            session.warn(f"No tile configuration of %{f.name} passed: {e}")
+            changed |= _set_tile(f, DEFAULT_TILE.to_json())
+            continue
+        name = result.key.get("name", "") if result.key is not None else ""
+        if not name.startswith(TRITON_PREFIX):
+            continue
+        fields = dict(item.split("=") for item in name[len(TRITON_PREFIX):].split(",") if item)
+        tile = TileConfig(**{k: int(v) for k, v in fields.items()})
+        changed |= _set_tile(f, tile.to_json())
+    return changed
+
+
 class GemmAlgorithmPicker(_AlgorithmPicker):
     name = "gemm-algorithm-picker"
     kind = "gemm"
+
+    def run(self, module) -> bool:
+        changed = _tune_gemm_fusions(module, session_for(module))
+        return super().run(module) or changed
 
     def skip(self, inst) -> bool:
         cfg = read_config(inst).get("gemm_backend_config", {})

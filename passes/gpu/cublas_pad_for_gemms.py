@@ -15,12 +15,9 @@ dot's metadata.  Runs before cublas-gemm-rewriter (which folds the slice into ep
 where it can) and constant_folding (which folds pads of constants).
 
 As XLA, a dot is left alone when ``--xla_gpu_enable_triton_gemm`` (the default) is on and
-the Triton GEMM emitter would take it (``IsTritonSupportedInstruction`` &&
-``ShouldTritonHandleGEMM``, approximated by :func:`triton_would_handle`: an Ampere+ GPU,
-f16/bf16/f32/f8 operands with a floating-point result, at most one batch dimension, both
-operands with a non-trivial non-contracting dimension).  hlo-opt's pipeline has no
-Triton GEMM fusion yet, so those dots reach cuBLAS unpadded; with the flag off every
-candidate is padded, as in XLA.
+the Triton GEMM emitter would take it (``ShouldTritonHandleGEMM``:
+``_triton_gemm.should_triton_handle_gemm``, the decision of ``triton-gemm-rewriter``,
+which then fuses it); with the flag off every candidate is padded, as in XLA.
 """
 from __future__ import annotations
 
@@ -29,6 +26,8 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
 from hlo_opt.rewrite.graph import remove
+
+from ._triton_gemm import should_triton_handle_gemm
 
 # (minimum compute capability, element type, multiple): CublasPaddingRequirements
 PADDING_REQUIREMENTS = (((7, 0), "s8", 4), ((7, 0), "f16", 8), ((8, 0), "bf16", 8))
@@ -119,36 +118,12 @@ def pad_for_gemm(dot: Instruction, datatype: str, multiple: int) -> bool:
     return True
 
 
-_TRITON_INPUT_TYPES = frozenset({"f16", "bf16", "f32", "f8e4m3fn", "f8e5m2"})
-_TRITON_OUTPUT_TYPES = frozenset({"f16", "bf16", "f32", "f8e4m3fn", "f8e5m2"})
-
-
-def triton_would_handle(dot: Instruction, device) -> bool:
-    """IsTritonSupportedInstruction(dot) && ShouldTritonHandleGEMM(dot), approximated by
-    the dot alone (XLA also looks at the producers it would fuse)."""
-    if not device.is_at_least_ampere:
-        return False
-    types = {o.shape.element_type for o in dot.operands[:2]}
-    if not types <= _TRITON_INPUT_TYPES or dot.shape.element_type not in _TRITON_OUTPUT_TYPES:
-        return False
-    if len(dot.dot_dimension_numbers.lhs_batch_dims) > 1:
-        return False
-    for i, side in ((0, "lhs"), (1, "rhs")):
-        shape = dot.operands[i].shape
-        used = set(dot.attr(f"{side}_batch_dims", ())) | \
-            set(dot.attr(f"{side}_contracting_dims", ()))
-        free = [shape.dims[d] for d in range(shape.rank) if d not in used]
-        if len(free) != 1 or free[0] <= 1:
-            return False
-    return True
-
-
 def relevant_dots(comp, datatype: str, triton_gemm: bool = False, device=None) -> list:
     """GetRelevantDots (``triton_gemm``: --xla_gpu_enable_triton_gemm)."""
     return [i for i in comp.instructions
             if i.opcode == "dot" and i.operands[0].shape.element_type == datatype
             and "sparsity" not in i.attrs and is_cublas_supported_matmul(i)
-            and is_canonical(i) and not (triton_gemm and triton_would_handle(i, device))]
+            and is_canonical(i) and not (triton_gemm and should_triton_handle_gemm(i, device))]
 
 
 class CublasPadForGemms:

@@ -256,3 +256,32 @@ def test_bounds_checked_reads_disqualify_under_cuda_sim():
         (bad,) = [r for r in s.records[-1].results if "block=1024" in r.key.get("name")]
         assert "planted_oob_read: out-of-bounds access" in bad.failure.msg
         assert chosen_block(f) == "256"
+
+
+GEMM_HLO = """HloModule gemm
+ENTRY %main (a: bf16[40,48], b: bf16[48,24]) -> f32[40,24] {
+  %a = bf16[40,48]{1,0} parameter(0)
+  %b = bf16[48,24]{1,0} parameter(1)
+  %ca = f32[40,48]{1,0} convert(%a)
+  %cb = f32[48,24]{1,0} convert(%b)
+  ROOT %d = f32[40,24]{1,0} dot(%ca, %cb), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+
+def test_gemm_fusion_tiles_are_candidates_of_gemm_algorithm_picker():
+    from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, TILE_CANDIDATES, tile_config_of
+    m = parse_hlo(GEMM_HLO)
+    passes_api.optimize(m, DebugOptions(xla_gpu_autotune_level=0), pipeline="gpu")
+    (f,) = [i for i in m.entry.instructions if i.opcode == "fusion"]
+    assert tile_config_of(f) == DEFAULT_TILE          # level 0: XLA's default config
+    s = AutotuneSession(AutotuneConfig(level=4, redzone_padding_bytes=256), SimProvider(),
+                        cache=ResultCache())
+    passes_api.optimize(m, DebugOptions(xla_gpu_autotune_level=4),
+                        passes="gemm-algorithm-picker", autotune=s)
+    names = [str(r.key.get("name")) for r in s.records[0].results]
+    assert names == [config_name(t) for t in TILE_CANDIDATES]
+    assert all(r.failure is None for r in s.records[0].results)   # all correct, in bounds
+    assert tile_config_of(f) in TILE_CANDIDATES
+    exe = cuda_sim.compile(m)
+    assert [k.extra["tile"] for k in exe.program.kernels] == [tile_config_of(f)]

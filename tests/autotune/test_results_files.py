@@ -154,7 +154,7 @@ def test_deviceless(tmp_path):
     devless = AutotuneSession(AutotuneConfig(level=4, deviceless=True), None,
                               device_key="CUDA: 9.0", cache=ResultCache())
     with pytest.raises(AutotuneError, match=r"deviceless compilation cannot autotune "
-                                            r"%cublas-gemm.* --xla_gpu_autotune_level=0"):
+                                            r"%cublas-(lt-matmul|gemm).* --xla_gpu_autotune_level=0"):
         pick(m, devless)
     # level 0: nothing to do
     off = AutotuneSession(AutotuneConfig(level=0, deviceless=True), None, cache=ResultCache())
@@ -188,7 +188,7 @@ def test_autotune_logs_record_every_candidate(tmp_path):
     sess.finish()
     logs = from_text("AutotuningLogs", path.read_text())["logs"]
     m_names = [log["fusion_name"] for log in logs]
-    assert len(m_names) == 2 and all(n.startswith("cublas-gemm") for n in m_names)
+    assert len(m_names) == 2 and all(n.startswith(("cublas-gemm", "cublas-lt-matmul")) for n in m_names)
     kinds = [r.get("failure", {}).get("kind") for r in logs[0]["results"]]
     assert kinds == [None, None, None, "REDZONE_MODIFIED"]
     assert logs[0]["selected_backend"] == "gemm(algorithm=0)"

@@ -143,6 +143,8 @@ class ModuleRenderer:
     def _render_step(self, st):
         if isinstance(st, Control):
             return self._control(st)
+        if isinstance(st, Kernel) and st.kind == "triton_gemm":
+            return self._host(st, "gemm fusion (__triton_gemm): runs on the host")
         if isinstance(st, Kernel):
             name = self._unique("kernel." + st.name)
             trip = parallel_trip(st)

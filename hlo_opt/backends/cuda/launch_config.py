@@ -9,10 +9,13 @@ from dataclasses import fields
 from .emitters import LaunchConfig
 
 
-def config_name(cfg: LaunchConfig) -> str:
+def config_name(cfg) -> str:
     """``launch:block=256,max_blocks_per_sm=16,...`` (fusion-launch-autotuner writes the
-    fields back as the fusion's ``launch_config``)."""
-    return "launch:" + ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in fields(cfg))
+    fields back as the fusion's ``launch_config``); a gemm fusion's tile:
+    ``triton:block_m=32,block_n=32,block_k=32,num_warps=4`` (gemm-algorithm-picker writes
+    it back as ``triton_gemm_config``)."""
+    prefix = "launch:" if isinstance(cfg, LaunchConfig) else "triton:"
+    return prefix + ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in fields(cfg))
 
 
 def launch_config_of(inst) -> LaunchConfig | None:

@@ -70,6 +70,8 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
     if any(t.kind not in TUNABLE for t in base.entry.thunks) or not base.kernels:
         return []
     kinds = {k.kind for k in base.kernels}
+    if kinds == {"triton_gemm"}:
+        return _gemm_variants(module, device, kinds)
     default = LaunchConfig()
     configs = [default]
     if kinds & {"loop", "in_place_dynamic_update_slice", "transpose"}:
@@ -88,6 +90,24 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
             continue
         seen.add(sig)
         out.append(Variant(cfg, prog, sorted(kinds)))
+    return out
+
+
+def _gemm_variants(module, device, kinds) -> list[Variant]:
+    """A gemm fusion: one variant per tile candidate (``triton_gemm_config``)."""
+    import json
+    from ...codegen.gemm_fusion import TILE_CANDIDATES
+    from .program import build_program
+    fusion = module.entry.root
+    out = []
+    for tile in TILE_CANDIDATES:
+        cfg = json.loads(fusion.attrs["backend_config"])
+        cfg["fusion_backend_config"]["triton_gemm_config"] = tile.to_json()
+        fusion.attrs["backend_config"] = json.dumps(cfg, separators=(",", ":"))
+        prog = build_program(module, device)
+        if prog.host_fallbacks or not prog.kernels:
+            continue
+        out.append(Variant(tile, prog, sorted(kinds)))
     return out
 
 

@@ -165,13 +165,18 @@ def test_bf16_needs_ampere():
 
 
 def test_dots_the_triton_gemm_emitter_takes_are_left_to_it():
-    # --xla_gpu_enable_triton_gemm (the default) on Ampere+: XLA's Triton GEMM fusion
-    # would take an f16 matmul, so it is not padded for cuBLAS; s8 -> s32 is no Triton
-    # dot and is padded; before Ampere there is no Triton
+    # --xla_gpu_enable_triton_gemm (the default) on Ampere+: a dot XLA's Triton GEMM
+    # fusion wants (here: a negated operand fuses into it) is not padded for cuBLAS; a
+    # pure matmul is (ShouldTritonHandleGEMM: "Pure Matmul"), and so is s8 -> s32 (no
+    # Triton dot); before Ampere there is no Triton
     f16 = _text("f16[64,30]", "f16[30,60]", "f16[64,60]")
-    assert not util.check(f16, PASS).changed
+    fused = f16.replace("%param1 = f16[64,30]{1,0} parameter(0)",
+                        "%param0 = f16[64,30]{1,0} parameter(0)\n"
+                        "  %param1 = f16[64,30]{1,0} negate(%param0)")
+    assert not util.check(fused, PASS).changed
+    assert util.check(f16, PASS).changed
     assert util.check(_text("s8[63,31]", "s8[31,59]", "s32[63,59]"), PASS).changed
-    m = parse_hlo(f16)
+    m = parse_hlo(fused)
     m.config = m.config.replace(device=DeviceInfo(name="V100", compute_capability=(7, 0)))
     assert CublasPadForGemms().run(m)
 

@@ -510,7 +510,7 @@ def test_no_epilogue_with_legacy_cublas(epilogue_ops):
     else:
         body += ("  c = f32[] constant(0)\n  cb = f32[2,4] broadcast(c), dimensions={}\n"
                  "  ROOT out = f32[2,4] maximum(dot, cb)\n}\n")
-    m = run(body, PASS, xla_gpu_gemm_rewrite_size_threshold=0)
+    m = run(body, PASS, xla_gpu_gemm_rewrite_size_threshold=0, xla_gpu_enable_cublaslt=False)
     (g,) = _gemms(m)
     assert gemm_config(g)["epilogue"] == "DEFAULT"
 

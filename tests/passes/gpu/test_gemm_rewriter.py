@@ -21,12 +21,16 @@ ENTRY %main (a: f32[64,32], b: f32[32,16]) -> f32[64,16] {
 """
 
 
+# legacy cuBLAS (``__cublas$gemm``): the default is cuBLASLt, as XLA:GPU on every GPU now
+LEGACY = dict(xla_gpu_enable_cublaslt=False)
+
+
 def _gemms(m):
     return [i for i in m.entry.instructions if i.opcode == "custom-call"]
 
 
 def test_dot_becomes_a_gemm_custom_call_with_workspace():
-    m = check(DOT, "cublas-gemm-rewriter").module
+    m = check(DOT, "cublas-gemm-rewriter", **LEGACY).module
     (g,) = _gemms(m)
     assert g.custom_call_target == GEMM_TARGET
     assert g.name.startswith("cublas-gemm")
@@ -52,7 +56,7 @@ ENTRY %main (a: f32[4,8,16], b: f32[4,16,8]) -> f32[4,8,8] {
   ROOT %d = f32[4,8,8] dot(%a, %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
 }
 """
-    m = check(text, "cublas-gemm-rewriter").module
+    m = check(text, "cublas-gemm-rewriter", **LEGACY).module
     (g,) = _gemms(m)
     assert g.name.startswith("cublas-batch-gemm")
     assert gemm_config(g)["dot_dimension_numbers"]["lhs_batch_dimensions"] == ["0"]
@@ -110,7 +114,7 @@ ENTRY %main (a: f32[64,32], b: f32[32,16], c: f32[64,16]) -> f32[64,16] {
   ROOT %s = f32[64,16] add(%d, %c)
 }
 """
-    m = check(text, "cublas-gemm-rewriter").module
+    m = check(text, "cublas-gemm-rewriter", **LEGACY).module
     (g,) = _gemms(m)
     assert gemm_config(g)["beta"] == 0 and "add" in entry_ops(m)
     m2 = check(text, "cublas-gemm-rewriter", xla_gpu_enable_cublaslt=True).module
@@ -120,7 +124,7 @@ ENTRY %main (a: f32[64,32], b: f32[32,16], c: f32[64,16]) -> f32[64,16] {
 
 def test_dot_bias_gelu_legacy_is_gemm_plus_one_loop_fusion():
     text = (SAMPLES / "matmul_bias_gelu.hlo").read_text()
-    m = check(text, "cublas-gemm-rewriter,fusion", seeds=(0,)).module
+    m = check(text, "cublas-gemm-rewriter,fusion", seeds=(0,), **LEGACY).module
     (g,) = _gemms(m)
     assert g.custom_call_target == GEMM_TARGET
     assert kinds(m) == ["kLoop"]
@@ -160,7 +164,7 @@ ENTRY %main (a: f32[64,32], b: f32[32,16], v: f32[16]) -> f32[64,16] {{
     assert gemm_config(g)["epilogue"] == ("BIAS_RELU" if bias else "RELU")
     assert "maximum" not in entry_ops(m)
     # without cuBLASLt nothing but the dot is rewritten
-    m2 = run(text, "cublas-gemm-rewriter")
+    m2 = run(text, "cublas-gemm-rewriter", **LEGACY)
     assert "maximum" in entry_ops(m2)
 
 
