@@ -17,15 +17,23 @@
   the first (XLA's TryRemoveRepeatedWhileTupleIndices), and the second dies.
 * A loop without state and without side effects is removed (its value is ``()``).
 
+* Induction variables are merged into the trip counter (XLA's TryMergeInductionVariables):
+  when the state has a trip counter (an integer scalar that starts at constant 0 and does
+  ``x + 1``), every other scalar of the same type doing ``x + <constant c>`` is passed
+  through unchanged instead and its readers read ``x + counter * c``; the element then is
+  invariant (and, with a constant init, goes).  One scalar kernel less per iteration on GPUs.
+
 Not done (XLA does more): flattening nested tuples, merging repeated elements that are
-not invariant, merging induction variables, dead dynamic-update-slices, brute-force trip
-counts.
+not invariant, adding a trip counter to merge induction variables into when the state has
+none, effective-scalar (``[1]``) induction variables, dead dynamic-update-slices,
+brute-force trip counts.
 """
 from __future__ import annotations
 
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
+from hlo_opt.ir.types import is_integral
 
 from hlo_opt.rewrite.builder import Builder
 from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
@@ -191,6 +199,7 @@ class WhileLoopSimplifier:
                 if w.opcode != "while" or w.parent is not comp or w.control_predecessors:
                     continue
                 if _unshare_ok(w, module):
+                    changed |= _merge_induction_variables(comp, w)
                     changed |= _propagate_pass_through(comp, w)
                 if self._try_remove_loop(comp, w) or _remove_stateless(comp, w):
                     changed = True
@@ -226,6 +235,87 @@ def _unshare_ok(w, module) -> bool:
     body, cond = while_body(w), while_cond(w)
     callers = _callers(module)
     return body is not cond and callers.get(body, 0) == 1 and callers.get(cond, 0) == 1
+
+
+def _scalar_constant(inst):
+    """The value of a scalar integer constant, else None."""
+    if inst.opcode != "constant" or not inst.shape.is_scalar() or \
+            not is_integral(inst.shape.element_type) or inst.literal.elided:
+        return None
+    return int(inst.literal.array.reshape(()))
+
+
+def _increment(root, param, i):
+    """``(add, c)`` when the body's next value of element i is ``gte(param, i) + c``
+    (either operand order) for an integer scalar constant c, else None."""
+    r = root.operands[i]
+    if r.opcode != "add" or not r.shape.is_scalar() or \
+            not is_integral(r.shape.element_type):
+        return None
+    for a, b in (r.operands, r.operands[::-1]):
+        if a.opcode == "get-tuple-element" and a.operands[0] is param and \
+                a.attr("index") == i and _scalar_constant(b) is not None:
+            return r, b
+    return None
+
+
+def _merge_induction_variables(comp, w) -> bool:
+    """XLA's TryMergeInductionVariables, for a state that already has a trip counter:
+    each other induction variable j (``x + c``) is passed through unchanged and its
+    readers in the body, the condition and after the loop read ``x + counter * c``."""
+    body, cond = while_body(w), while_cond(w)
+    root, bparam = body.root, body.parameters[0]
+    init = w.operands[0]
+    if root.opcode != "tuple" or init.opcode != "tuple" or \
+            _param_gte_indices(body) is None or _param_gte_indices(cond) is None or \
+            w.is_root or any(u.opcode != "get-tuple-element" for u in w.users):
+        return False
+    changed = False
+    for et in ("s8", "u8", "s32", "u32", "s64", "u64"):
+        counter, ivars = None, []
+        for i in range(len(root.operands)):
+            inc = _increment(root, bparam, i)
+            if inc is None or inc[0].shape.element_type != et:
+                continue
+            if counter is None and _scalar_constant(inc[1]) == 1 and \
+                    _scalar_constant(init.operands[i]) == 0:
+                counter = i
+            else:
+                ivars.append((i, inc[1]))
+        if counter is None or not ivars:
+            continue
+        for j, step in ivars:
+            slot = root.operands[j]
+            made = [(body, v) for v in _reify(body, bparam, j, counter, step)]
+            made += [(cond, v) for v in _reify(cond, cond.parameters[0], j, counter, step)]
+            gte_j = next(g for g in bparam.users if g.attr("index") == j)
+            root.replace_operand(j, gte_j)
+            for comp_in, v in [(body, slot)] + made:
+                if not v.user_count and not v.is_root and not v.control_successors:
+                    remove_dead(comp_in, v, control_successors(comp_in))
+            _reify(comp, w, j, counter, step)
+        changed = True
+    return changed
+
+
+def _reify(comp_in, tup, j, counter, step) -> list:
+    """Readers of element j of ``tup`` read ``element j + element counter * step`` (the
+    new values are returned)."""
+    made = []
+    for g in [u for u in tup.users if u.attr("index") == j]:
+        readers = list(g.users)
+        if not readers and not g.is_root:
+            continue
+        b = Builder(comp_in)
+        c = b.constant(step.literal)
+        t = b.gte(tup, counter)
+        value = b.binary("add", g, b.binary("multiply", t, c))
+        for x in readers:
+            x.replace_operand_with(g, value)
+        if g.is_root:
+            comp_in.root = value
+        made.append(value)
+    return made
 
 
 def _init_element(w, i):
