@@ -54,6 +54,11 @@ def optimization(config: HloModuleConfig) -> Pipeline:
     transformer's Q/K/V projections become one gemm) runs after ``cse``, where the
     dot decomposer's reshapes of a shared operand have become one."""
     return Pipeline("optimization", [
+        # XLA's "pre-spmd-partitioner" pipeline runs flatten-call-graph then call-inliner
+        # before this one: a computation called from several sites (JAX's threefry,
+        # called once per random draw) is cloned per site first, so each inlined while
+        # loop owns its body and the while-loop simplifications reach it.
+        create_pass("flatten-call-graph"),
         *_passes("zero_sized_hlo_elimination", "dynamic-index-splitter", "call-inliner",
                  "dot_decomposer"),
         # XLA's GPU compiler converts batch groups only (its cost model declines the rest);

@@ -118,7 +118,8 @@ def test_dumps_command(monkeypatch, capsys, hlo_file, tmp_path):
     doc = json.loads(out)
     (mod,) = doc["modules"]
     assert mod["module"] == "m" and mod["source"] == "pass_stats.json"
-    assert [e["pass"] for e in mod["entries"]][:2] == ["zero_sized_hlo_elimination", "dynamic-index-splitter"]
+    assert [e["pass"] for e in mod["entries"]][:3] == [
+        "flatten-call-graph", "zero_sized_hlo_elimination", "dynamic-index-splitter"]
     code, out, _ = run_cli(monkeypatch, capsys, "dumps", str(d), "--json", "--pass", "dce")
     assert {e["pass"] for e in json.loads(out)["modules"][0]["entries"]} == {"dce"}
     code, out, _ = run_cli(monkeypatch, capsys, "dumps", str(d))
