@@ -10,7 +10,7 @@ from hlo_opt.triage.ablate import AblateSettings, Sweep, statuses
 from hlo_opt.triage.executors import ProcessExecutor, SerialExecutor
 
 from .factories import ExpandFoo, Listed
-from .util import sample_text
+from .util import gpu_options, sample_text
 
 # test-expand-foo turns the custom-call the interpreter cannot run into an add; algsimp
 # removes a0 = p0 + 0; test-only-miscompile then turns the first float add left (the
@@ -36,8 +36,8 @@ FACTORY = Listed(ExpandFoo, "algsimp", "test-only-miscompile", "cse", "dce")
 FAST = AblateSettings(repeat=1, warmup=0)
 
 
-def _sweep(factory=FACTORY, text=HLO, settings=FAST, executor=None, **kw):
-    sweep = Sweep(text, "ablate.hlo", factory, DebugOptions(), settings, **kw)
+def _sweep(factory=FACTORY, text=HLO, settings=FAST, executor=None, options=None, **kw):
+    sweep = Sweep(text, "ablate.hlo", factory, options or DebugOptions(), settings, **kw)
     return sweep, sweep.run(executor)
 
 
@@ -93,8 +93,10 @@ ENTRY e {
 def test_gpu_pipeline_rows_and_pipeline_names():
     """Through the gpu pipeline: passes whose pipeline shares a name or has a space in
     its name are still switched off alone; renaming passes change nothing real (a module
-    with loop fusions: softmax's one __triton fusion keeps its name)."""
-    sweep, doc = _sweep(PipelineFactory(pipeline="gpu"), sample_text("matmul_bias_gelu.hlo"))
+    with loop fusions: softmax's one __triton fusion keeps its name; the gelu stays out of
+    the gemm's epilogue, so that a loop fusion is left)."""
+    sweep, doc = _sweep(PipelineFactory(pipeline="gpu"), sample_text("matmul_bias_gelu.hlo"),
+                        options=gpu_options(gemm_epilogues=False))
     rows = {r["pass"]: r for r in doc["passes"]}
     by_key = {r.pass_name: r for r in sweep.rows}
     assert by_key["layout-assignment"].filters == ("layout-assignment",)

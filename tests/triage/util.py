@@ -15,8 +15,14 @@ def sample_text(name: str) -> str:
     return (SAMPLES / name).read_text()
 
 
-def gpu_options(priority_fusion: bool = True) -> DebugOptions:
-    return dataclasses.replace(DebugOptions(), xla_gpu_enable_priority_fusion=priority_fusion)
+def gpu_options(priority_fusion: bool = True, gemm_epilogues: bool = True) -> DebugOptions:
+    """``gemm_epilogues=False`` keeps elementwise neighbours out of the gemms (no cuBLASLt
+    epilogues, no Triton gemm fusions): with XLA's defaults matmul_bias_gelu is one custom
+    call with a BIAS_GELU epilogue, and mlp_train_step's gemm fusions leave fusion_merger
+    nothing to merge, so the fusion passes would have nothing to act on."""
+    return dataclasses.replace(DebugOptions(), xla_gpu_enable_priority_fusion=priority_fusion,
+                               xla_gpu_enable_cublaslt=gemm_epilogues,
+                               xla_gpu_enable_triton_gemm=gemm_epilogues)
 
 
 def before_first_change(text: str, pass_name: str, options: DebugOptions,
