@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlo_opt.ir.attributes import int_list_text
+from hlo_opt.ir.attributes import PaddingConfig, SliceSpec, int_list_text
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.dimension_numbers import DotDimensionNumbers
 from hlo_opt.ir.instruction import Instruction
@@ -24,12 +24,11 @@ from hlo_opt.shape_inference import RULES
 
 
 def slice_text(starts, limits, strides) -> str:
-    return "{" + ", ".join(f"[{a}:{b}" + (f":{s}]" if s != 1 else "]")
-                           for a, b, s in zip(starts, limits, strides)) + "}"
+    return SliceSpec(list(zip(starts, limits, strides))).to_text()
 
 
 def padding_text(config) -> str:
-    return "x".join(f"{lo}_{hi}" + (f"_{it}" if it else "") for lo, hi, it in config)
+    return PaddingConfig(list(config)).to_text()
 
 
 def array_shape(et: str, dims) -> Shape:
@@ -59,6 +58,11 @@ def built_shape(inferred: Shape, keep_layout: bool = False) -> Shape:
     return inferred.without_layout()
 
 
+def _ints(values) -> tuple:
+    """An int-list attribute's typed value (what ``parse_int_list`` returns)."""
+    return tuple(int(v) for v in values)
+
+
 class Builder:
     def __init__(self, comp: Computation):
         self.comp = comp
@@ -76,10 +80,14 @@ class Builder:
 
     def _infer(self, opcode: str, operands, attrs: dict | None = None,
                declared: Shape | None = None, called=None, called_attr=None,
-               keep_layout: bool = False) -> Instruction:
+               keep_layout: bool = False, typed: tuple | None = None) -> Instruction:
         """Add ``opcode`` with the shape ``RULES`` infers (``declared``: the part of the
-        result the rule reads from the instruction, e.g. broadcast's dims)."""
+        result the rule reads from the instruction, e.g. broadcast's dims; ``typed``:
+        (name, value) of the one attribute whose typed value is known, so neither the
+        rule nor a later reader parses its text again)."""
         inst = Instruction(opcode, declared, operands, attrs, opcode, "", called, called_attr)
+        if typed is not None:
+            inst.cache_attr(*typed)
         try:
             inferred = RULES[opcode](inst)
         except Exception:
@@ -130,8 +138,10 @@ class Builder:
 
     # ---- shape ops ----------------------------------------------------------------------
     def broadcast(self, operand: Instruction, dims, bdims) -> Instruction:
+        bdims = _ints(bdims)
         return self._infer("broadcast", (operand,), attrs={"dimensions": int_list_text(bdims)},
-                           declared=array_shape(operand.shape.element_type, dims))
+                           declared=array_shape(operand.shape.element_type, dims),
+                           typed=("dimensions", bdims))
 
     def broadcast_to(self, operand: Instruction, shape: Shape, bdims) -> Instruction:
         return self.broadcast(operand, shape.dims, bdims)
@@ -144,7 +154,9 @@ class Builder:
         return self._add("bitcast", shape, [operand])
 
     def transpose(self, operand: Instruction, perm) -> Instruction:
-        return self._infer("transpose", (operand,), attrs={"dimensions": int_list_text(perm)})
+        perm = _ints(perm)
+        return self._infer("transpose", (operand,), attrs={"dimensions": int_list_text(perm)},
+                           typed=("dimensions", perm))
 
     def maybe_transpose(self, operand: Instruction, perm) -> Instruction:
         if list(perm) == sorted(perm):
@@ -153,21 +165,29 @@ class Builder:
 
     def slice(self, operand: Instruction, starts, limits, strides=None) -> Instruction:
         strides = list(strides) if strides is not None else [1] * len(starts)
-        return self._infer("slice", (operand,),
-                           attrs={"slice": slice_text(starts, limits, strides)})
+        spec = SliceSpec([(int(a), int(b), int(c)) for a, b, c in zip(starts, limits, strides)])
+        return self._infer("slice", (operand,), attrs={"slice": spec.to_text()},
+                           typed=("slice", spec))
 
     def pad(self, operand: Instruction, value: Instruction, config) -> Instruction:
-        return self._infer("pad", (operand, value), attrs={"padding": padding_text(config)})
+        config = PaddingConfig([(int(lo), int(hi), int(it)) for lo, hi, it in config])
+        return self._infer("pad", (operand, value), attrs={"padding": config.to_text()},
+                           typed=("padding", config))
 
     def concatenate(self, operands, dim: int) -> Instruction:
-        return self._infer("concatenate", operands, attrs={"dimensions": "{" + str(dim) + "}"})
+        return self._infer("concatenate", operands, attrs={"dimensions": "{" + str(dim) + "}"},
+                           typed=("dimensions", (int(dim),)))
 
     def reverse(self, operand: Instruction, dims) -> Instruction:
-        return self._infer("reverse", (operand,), attrs={"dimensions": int_list_text(dims)})
+        dims = _ints(dims)
+        return self._infer("reverse", (operand,), attrs={"dimensions": int_list_text(dims)},
+                           typed=("dimensions", dims))
 
     def dynamic_slice(self, operand: Instruction, starts, sizes) -> Instruction:
+        sizes = _ints(sizes)
         return self._infer("dynamic-slice", (operand, *starts),
-                           attrs={"dynamic_slice_sizes": int_list_text(sizes)})
+                           attrs={"dynamic_slice_sizes": int_list_text(sizes)},
+                           typed=("dynamic_slice_sizes", sizes))
 
     def dynamic_update_slice(self, operand, update, starts) -> Instruction:
         return self._infer("dynamic-update-slice", (operand, update, *starts))
