@@ -257,6 +257,13 @@ class Instruction:
         """Remember ``literal`` as the value of the payload text (which it must match)."""
         self._literal = literal
 
+    def cache_attr(self, name: str, value) -> None:
+        """Remember ``value`` as the typed value of attribute ``name`` (which it must
+        match: what :meth:`attr` would parse from the text), sparing the parse."""
+        if self._parsed is None:
+            self._parsed = {}
+        self._parsed[name] = value
+
     def copy_caches_from(self, other: "Instruction", attrs_filter=None) -> None:
         """Share ``other``'s parsed literal and (those ``attrs_filter`` keeps of) its
         parsed attributes: a copy need not parse them again."""

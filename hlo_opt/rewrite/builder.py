@@ -1,14 +1,18 @@
 """Builder: create shape-correct instructions in a computation (XLA's MakeXxxHlo helpers).
 
-Every method adds the new instruction to the computation and returns it; shapes are
-inferred from the operands the way XLA's shape inference does, with the default layout.
+Every method adds the new instruction to the computation and returns it.  The result
+shape comes from ``shape_inference.RULES`` (the one definition of each shape rule, as
+XLA's MakeXxxHlo helpers call ShapeInference); a builder only adds the layout rule
+(:func:`built_shape`).  Methods whose result is declared rather than inferable (bitcast,
+map, clone with a shape) take the shape.  Invalid operands raise the rule's ShapeError:
+a pass building something invalid is a bug, not a case to paper over.
 Builders remember what they created so a rule that gives up can be cleaned up.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from hlo_opt.ir.attributes import int_list_text
+from hlo_opt.ir.attributes import PaddingConfig, SliceSpec, int_list_text
 from hlo_opt.ir.computation import Computation
 from hlo_opt.ir.dimension_numbers import DotDimensionNumbers
 from hlo_opt.ir.instruction import Instruction
@@ -16,15 +20,15 @@ from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import numpy_dtype
 from hlo_opt.rewrite.dead import remove_dead
+from hlo_opt.shape_inference import RULES
 
 
 def slice_text(starts, limits, strides) -> str:
-    return "{" + ", ".join(f"[{a}:{b}" + (f":{s}]" if s != 1 else "]")
-                           for a, b, s in zip(starts, limits, strides)) + "}"
+    return SliceSpec(list(zip(starts, limits, strides))).to_text()
 
 
 def padding_text(config) -> str:
-    return "x".join(f"{lo}_{hi}" + (f"_{it}" if it else "") for lo, hi, it in config)
+    return PaddingConfig(list(config)).to_text()
 
 
 def array_shape(et: str, dims) -> Shape:
@@ -46,6 +50,19 @@ def scalar_literal(value, et: str) -> Literal:
     return Literal(Shape.array(et, ()), arr.reshape(()))
 
 
+def built_shape(inferred: Shape, keep_layout: bool = False) -> Shape:
+    """The layout rule of built instructions: the default layout (none), except where
+    the result is an operand's shape passed through (copy, tuple, get-tuple-element)."""
+    if keep_layout or (inferred.layout is None and not inferred.is_tuple()):
+        return inferred
+    return inferred.without_layout()
+
+
+def _ints(values) -> tuple:
+    """An int-list attribute's typed value (what ``parse_int_list`` returns)."""
+    return tuple(int(v) for v in values)
+
+
 class Builder:
     def __init__(self, comp: Computation):
         self.comp = comp
@@ -57,6 +74,27 @@ class Builder:
              called=None, called_attr=None, payload: str = "") -> Instruction:
         inst = self.comp.add(opcode, shape, operands, attrs=attrs, called=called,
                              called_attr=called_attr, payload=payload)
+        self.created.append(inst)
+        self.created_set.add(inst)
+        return inst
+
+    def _infer(self, opcode: str, operands, attrs: dict | None = None,
+               declared: Shape | None = None, called=None, called_attr=None,
+               keep_layout: bool = False, typed: tuple | None = None) -> Instruction:
+        """Add ``opcode`` with the shape ``RULES`` infers (``declared``: the part of the
+        result the rule reads from the instruction, e.g. broadcast's dims; ``typed``:
+        (name, value) of the one attribute whose typed value is known, so neither the
+        rule nor a later reader parses its text again)."""
+        inst = Instruction(opcode, declared, operands, attrs, opcode, "", called, called_attr)
+        if typed is not None:
+            inst.cache_attr(*typed)
+        try:
+            inferred = RULES[opcode](inst)
+        except Exception:
+            inst.detach_operands()
+            raise
+        inst.shape = built_shape(inferred, keep_layout)
+        self.comp.add_instruction(inst)
         self.created.append(inst)
         self.created_set.add(inst)
         return inst
@@ -95,27 +133,30 @@ class Builder:
         return self.broadcast(c, shape.dims, ())
 
     def iota(self, et: str, dims, iota_dim: int) -> Instruction:
-        return self._add("iota", array_shape(et, dims),
-                         attrs={"iota_dimension": str(iota_dim)})
+        return self._infer("iota", (), attrs={"iota_dimension": str(iota_dim)},
+                           declared=array_shape(et, dims))
 
     # ---- shape ops ----------------------------------------------------------------------
     def broadcast(self, operand: Instruction, dims, bdims) -> Instruction:
-        return self._add("broadcast", array_shape(operand.shape.element_type, dims), [operand],
-                         attrs={"dimensions": int_list_text(bdims)})
+        bdims = _ints(bdims)
+        return self._infer("broadcast", (operand,), attrs={"dimensions": int_list_text(bdims)},
+                           declared=array_shape(operand.shape.element_type, dims),
+                           typed=("dimensions", bdims))
 
     def broadcast_to(self, operand: Instruction, shape: Shape, bdims) -> Instruction:
         return self.broadcast(operand, shape.dims, bdims)
 
     def reshape(self, operand: Instruction, dims) -> Instruction:
-        return self._add("reshape", array_shape(operand.shape.element_type, dims), [operand])
+        return self._infer("reshape", (operand,),
+                           declared=array_shape(operand.shape.element_type, dims))
 
     def bitcast(self, operand: Instruction, shape: Shape) -> Instruction:
         return self._add("bitcast", shape, [operand])
 
     def transpose(self, operand: Instruction, perm) -> Instruction:
-        dims = [operand.shape.dims[p] for p in perm]
-        return self._add("transpose", array_shape(operand.shape.element_type, dims), [operand],
-                         attrs={"dimensions": int_list_text(perm)})
+        perm = _ints(perm)
+        return self._infer("transpose", (operand,), attrs={"dimensions": int_list_text(perm)},
+                           typed=("dimensions", perm))
 
     def maybe_transpose(self, operand: Instruction, perm) -> Instruction:
         if list(perm) == sorted(perm):
@@ -124,77 +165,73 @@ class Builder:
 
     def slice(self, operand: Instruction, starts, limits, strides=None) -> Instruction:
         strides = list(strides) if strides is not None else [1] * len(starts)
-        dims = [max(0, (l - s + st - 1) // st) for s, l, st in zip(starts, limits, strides)]
-        return self._add("slice", array_shape(operand.shape.element_type, dims), [operand],
-                         attrs={"slice": slice_text(starts, limits, strides)})
+        spec = SliceSpec([(int(a), int(b), int(c)) for a, b, c in zip(starts, limits, strides)])
+        return self._infer("slice", (operand,), attrs={"slice": spec.to_text()},
+                           typed=("slice", spec))
 
     def pad(self, operand: Instruction, value: Instruction, config) -> Instruction:
-        dims = []
-        for d, (lo, hi, it) in zip(operand.shape.dims, config):
-            dims.append(lo + hi + d + max(d - 1, 0) * it)
-        return self._add("pad", array_shape(operand.shape.element_type, dims),
-                         [operand, value], attrs={"padding": padding_text(config)})
+        config = PaddingConfig([(int(lo), int(hi), int(it)) for lo, hi, it in config])
+        return self._infer("pad", (operand, value), attrs={"padding": config.to_text()},
+                           typed=("padding", config))
 
     def concatenate(self, operands, dim: int) -> Instruction:
-        dims = list(operands[0].shape.dims)
-        dims[dim] = sum(o.shape.dims[dim] for o in operands)
-        return self._add("concatenate", array_shape(operands[0].shape.element_type, dims),
-                         list(operands), attrs={"dimensions": "{" + str(dim) + "}"})
+        return self._infer("concatenate", operands, attrs={"dimensions": "{" + str(dim) + "}"},
+                           typed=("dimensions", (int(dim),)))
 
     def reverse(self, operand: Instruction, dims) -> Instruction:
-        return self._add("reverse", operand.shape.without_layout(), [operand],
-                         attrs={"dimensions": int_list_text(dims)})
+        dims = _ints(dims)
+        return self._infer("reverse", (operand,), attrs={"dimensions": int_list_text(dims)},
+                           typed=("dimensions", dims))
 
     def dynamic_slice(self, operand: Instruction, starts, sizes) -> Instruction:
-        return self._add("dynamic-slice", array_shape(operand.shape.element_type, sizes),
-                         [operand, *starts],
-                         attrs={"dynamic_slice_sizes": int_list_text(sizes)})
+        sizes = _ints(sizes)
+        return self._infer("dynamic-slice", (operand, *starts),
+                           attrs={"dynamic_slice_sizes": int_list_text(sizes)},
+                           typed=("dynamic_slice_sizes", sizes))
 
     def dynamic_update_slice(self, operand, update, starts) -> Instruction:
-        return self._add("dynamic-update-slice", operand.shape.without_layout(),
-                         [operand, update, *starts])
+        return self._infer("dynamic-update-slice", (operand, update, *starts))
 
     def tuple(self, operands) -> Instruction:
-        return self._add("tuple", Shape.tuple(o.shape for o in operands), list(operands))
+        return self._infer("tuple", operands, keep_layout=True)
 
     def gte(self, operand: Instruction, index: int) -> Instruction:
-        return self._add("get-tuple-element", operand.shape.tuple_shapes[index], [operand],
-                         attrs={"index": str(index)})
+        return self._infer("get-tuple-element", (operand,), attrs={"index": str(index)},
+                           keep_layout=True)
 
     def copy(self, operand: Instruction) -> Instruction:
-        return self._add("copy", operand.shape, [operand])
+        return self._infer("copy", (operand,), keep_layout=True)
 
     # ---- elementwise --------------------------------------------------------------------
     def unary(self, opcode: str, operand: Instruction, et: str | None = None) -> Instruction:
-        shape = operand.shape.without_layout()
-        if et is not None:
-            shape = shape.with_element_type(et)
-        return self._add(opcode, shape, [operand])
+        """``et``: the declared result type, for the opcodes whose rule reads it
+        (bitcast-convert, convert)."""
+        shape = operand.shape
+        return self._infer(opcode, (operand,),
+                           declared=shape.with_element_type(et) if et is not None else shape)
 
     def convert(self, operand: Instruction, et: str) -> Instruction:
         if operand.shape.element_type == et:
             return operand
-        return self._add("convert", operand.shape.without_layout().with_element_type(et),
-                         [operand])
+        return self._infer("convert", (operand,),
+                           declared=operand.shape.with_element_type(et))
 
     def binary(self, opcode: str, lhs: Instruction, rhs: Instruction) -> Instruction:
-        shape = lhs.shape.without_layout()
-        return self._add(opcode, shape, [lhs, rhs])
+        return self._infer(opcode, (lhs, rhs))
 
     def compare(self, lhs: Instruction, rhs: Instruction, direction: str,
                 cmp_type: str | None = None) -> Instruction:
         attrs = {"direction": direction}
         if cmp_type:
             attrs["type"] = cmp_type
-        return self._add("compare", lhs.shape.without_layout().with_element_type("pred"),
-                         [lhs, rhs], attrs=attrs)
+        return self._infer("compare", (lhs, rhs), attrs=attrs)
 
     def select(self, pred: Instruction, on_true: Instruction, on_false: Instruction
                ) -> Instruction:
-        return self._add("select", on_true.shape.without_layout(), [pred, on_true, on_false])
+        return self._infer("select", (pred, on_true, on_false))
 
     def clamp(self, lo: Instruction, x: Instruction, hi: Instruction) -> Instruction:
-        return self._add("clamp", x.shape.without_layout(), [lo, x, hi])
+        return self._infer("clamp", (lo, x, hi))
 
     def clone(self, inst: Instruction, operands, shape: Shape | None = None) -> Instruction:
         """A copy of ``inst`` (attributes, called computations) with other operands."""
@@ -210,11 +247,9 @@ class Builder:
     # ---- reductions and linear algebra -----------------------------------------------------
     def reduce(self, operand: Instruction, init: Instruction, dims, comp: Computation
                ) -> Instruction:
-        keep = [d for i, d in enumerate(operand.shape.dims) if i not in set(dims)]
-        return self._add("reduce", array_shape(operand.shape.element_type, keep),
-                         [operand, init],
-                         attrs={"dimensions": int_list_text(sorted(dims)), "to_apply": ""},
-                         called=[comp], called_attr="to_apply")
+        return self._infer("reduce", (operand, init),
+                           attrs={"dimensions": int_list_text(sorted(dims)), "to_apply": ""},
+                           called=[comp], called_attr="to_apply")
 
     def map(self, operands, comp: Computation, shape: Shape) -> Instruction:
         return self._add("map", shape, list(operands),
@@ -224,14 +259,10 @@ class Builder:
 
     def dot(self, lhs: Instruction, rhs: Instruction, lb, lc, rb, rc, et: str,
             extra_attrs: dict | None = None) -> Instruction:
-        ls, rs = lhs.shape.dims, rhs.shape.dims
-        dims = [ls[d] for d in lb]
-        dims += [ls[i] for i in range(len(ls)) if i not in lb and i not in lc]
-        dims += [rs[i] for i in range(len(rs)) if i not in rb and i not in rc]
         attrs = DotDimensionNumbers(tuple(lb), tuple(lc), tuple(rb), tuple(rc)).attrs()
         for k, v in (extra_attrs or {}).items():
             attrs[k] = v
-        return self._add("dot", array_shape(et, dims), [lhs, rhs], attrs=attrs)
+        return self._infer("dot", (lhs, rhs), attrs=attrs, declared=Shape.array(et, ()))
 
 
 def dot_dims(inst: Instruction):
