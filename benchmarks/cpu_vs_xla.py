@@ -55,9 +55,9 @@ import numpy as np  # noqa: E402
 try:
     import jax  # noqa: E402
     import jax.extend  # noqa: E402
-    import jax.numpy as jnp  # noqa: E402
-    from jax import lax  # noqa: E402
     from jax._src.lib import _jax, hlo, xla_client as xc  # noqa: E402
+
+    import jax_programs  # noqa: E402  (benchmarks/, beside this script)
 except ImportError:
     sys.exit("cpu_vs_xla.py needs JAX: pip install -e '.[bench]' in a separate venv "
              "(see the docstring)")
@@ -71,140 +71,20 @@ from hlo_opt.flags import DebugOptions  # noqa: E402
 from hlo_opt.text.parser import parse_hlo_modules  # noqa: E402
 
 
-# ---- the JAX programs ----------------------------------------------------------------------
-def _lower(f, *args):
+# ---- the JAX programs (benchmarks/jax_programs.py) ----------------------------------------
+def _lowered(make):
     """(HLO text, the arguments as the entry parameters' numpy arrays)."""
+    f, args = make()
     text = jax.jit(f).lower(*args).compiler_ir("hlo").as_hlo_text()
     return text, [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
 
 
-def _rng(seed=0):
-    return np.random.default_rng(seed)
-
-
-def mlp_train_step():
-    r = _rng(1)
-    sizes = [784, 512, 256, 10]
-    params = [(r.standard_normal((a, b)).astype(np.float32) * 0.05,
-               np.zeros(b, np.float32)) for a, b in zip(sizes, sizes[1:])]
-    x = r.standard_normal((128, 784)).astype(np.float32)
-    y = r.integers(0, 10, 128).astype(np.int32)
-
-    def loss(params, x, y):
-        h = x
-        for w, b in params[:-1]:
-            h = jax.nn.relu(h @ w + b)
-        w, b = params[-1]
-        logits = h @ w + b
-        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(128), y])
-
-    def step(params, x, y):
-        g = jax.grad(loss)(params, x, y)
-        return jax.tree_util.tree_map(lambda p, d: p - 0.01 * d, params, g)
-    return _lower(step, params, x, y)
-
-
-def attention():
-    r = _rng(2)
-    q, k, v = (r.standard_normal((4, 8, 128, 64)).astype(np.float32) for _ in range(3))
-
-    def f(q, k, v):
-        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / 8.0
-        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
-    return _lower(f, q, k, v)
-
-
-def layer_norm():
-    r = _rng(3)
-    x = r.standard_normal((256, 1024)).astype(np.float32)
-    g, b = np.ones(1024, np.float32), np.zeros(1024, np.float32)
-
-    def f(x, g, b):
-        m = x.mean(-1, keepdims=True)
-        v = ((x - m) ** 2).mean(-1, keepdims=True)
-        return (x - m) * lax.rsqrt(v + 1e-5) * g + b
-    return _lower(f, x, g, b)
-
-
-def softmax():
-    x = _rng(4).standard_normal((256, 1024)).astype(np.float32)
-    return _lower(lambda x: jax.nn.softmax(x, axis=-1), x)
-
-
-def conv_block():
-    r = _rng(5)
-    x = r.standard_normal((8, 32, 32, 32)).astype(np.float32)
-    w = r.standard_normal((3, 3, 32, 32)).astype(np.float32) * 0.1
-    b = np.zeros(32, np.float32)
-
-    def f(x, w, b):
-        y = lax.conv_general_dilated(x, w, (1, 1), "SAME",
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        y = jax.nn.relu(y + b)
-        return lax.reduce_window(y, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
-    return _lower(f, x, w, b)
-
-
-def scan_loop():
-    r = _rng(6)
-    w = r.standard_normal((128, 128)).astype(np.float32) * 0.05
-    xs = r.standard_normal((100, 128)).astype(np.float32)
-
-    def f(w, xs):
-        def cell(h, x):
-            h = jnp.tanh(h @ w + x)
-            return h, h.sum()
-        return lax.scan(cell, jnp.zeros(128, jnp.float32), xs)
-    return _lower(f, w, xs)
-
-
-def rng_module():
-    def f(key):
-        k1, k2 = jax.random.split(key)
-        return jax.random.normal(k1, (512, 512)) + jax.random.uniform(k2, (512, 512))
-    return _lower(f, jax.random.PRNGKey(0))
-
-
-def transformer_step(layers=10):
-    r = _rng(7)
-    d, s, bsz, heads = 128, 64, 4, 4
-
-    def init(shape, scale=0.05):
-        return r.standard_normal(shape).astype(np.float32) * scale
-    params = [dict(wq=init((d, d)), wk=init((d, d)), wv=init((d, d)), wo=init((d, d)),
-                   w1=init((d, 4 * d)), w2=init((4 * d, d)), g1=np.ones(d, np.float32),
-                   g2=np.ones(d, np.float32)) for _ in range(layers)]
-    x = r.standard_normal((bsz, s, d)).astype(np.float32)
-
-    def ln(x, g):
-        m = x.mean(-1, keepdims=True)
-        v = ((x - m) ** 2).mean(-1, keepdims=True)
-        return (x - m) * lax.rsqrt(v + 1e-5) * g
-
-    def block(x, p):
-        h = ln(x, p["g1"])
-        q, k, v = (jnp.reshape(h @ p[n], (bsz, s, heads, d // heads)) for n in ("wq", "wk", "wv"))
-        a = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // heads), -1)
-        o = jnp.reshape(jnp.einsum("bhqk,bkhd->bqhd", a, v), (bsz, s, d))
-        x = x + o @ p["wo"]
-        h = ln(x, p["g2"])
-        return x + jax.nn.gelu(h @ p["w1"]) @ p["w2"]
-
-    def loss(params, x):
-        for p in params:
-            x = block(x, p)
-        return jnp.mean(x ** 2)
-
-    def step(params, x):
-        g = jax.grad(loss)(params, x)
-        return jax.tree_util.tree_map(lambda p, d: p - 1e-3 * d, params, g)
-    return _lower(step, params, x)
-
-
-JAX_PROGRAMS = {"jax_mlp_train_step": mlp_train_step, "jax_attention": attention,
-                "jax_layer_norm": layer_norm, "jax_softmax": softmax,
-                "jax_conv_block": conv_block, "jax_scan": scan_loop, "jax_rng": rng_module,
-                "jax_transformer_step": transformer_step}
+JAX_PROGRAMS = {f"jax_{name}": (lambda m=make: _lowered(m)) for name, make in (
+    ("mlp_train_step", jax_programs.mlp_train_step), ("attention", jax_programs.attention),
+    ("layer_norm", jax_programs.layer_norm), ("softmax", jax_programs.softmax),
+    ("conv_block", jax_programs.conv_block), ("scan", jax_programs.scan),
+    ("rng", jax_programs.rng_normal_uniform),
+    ("transformer_step", jax_programs.transformer_step))}
 
 
 # ---- both sides ----------------------------------------------------------------------------

@@ -587,20 +587,7 @@ def _merge_induction_variables_of(comp, w, et: str) -> bool:
     for comp_in in (body, cond):
         param = comp_in.parameters[0]
         param.shape = shape
-        ctr = None
-        for g in list(param.users):
-            i = g.attr("index")
-            if i not in steps or (not g.user_count and g is not comp_in.root):
-                continue
-            if ctr is None:
-                ctr = comp_in.add("get-tuple-element", shape.tuple_shapes[counter], [param],
-                                  name="get-tuple-element", attrs={"index": str(counter)})
-            users = list(g.users)
-            val = _reified(comp_in, g, ctr, steps[i])
-            for u in users:
-                u.replace_operand_with(g, val)
-            if g is comp_in.root:
-                comp_in.root = val
+        _read_through_counter(comp_in, param, counter, steps, skip_unread=True)
     # the body carries the induction variables unchanged (and counts, when added)
     ops = list(root.operands)
     for i in steps:
@@ -621,18 +608,26 @@ def _merge_induction_variables_of(comp, w, et: str) -> bool:
         if not init.user_count and init is not comp.root:
             remove_dead(comp, init, control_successors(comp))
     w.shape = shape
+    _read_through_counter(comp, w, counter, steps, skip_unread=False)
+    return True
+
+
+def _read_through_counter(comp: Computation, state: Instruction, counter: int, steps: dict,
+                          skip_unread: bool) -> None:
+    """Have the readers of each induction variable ``i`` in ``steps`` (get-tuple-elements
+    of ``state``, the loop's tuple) read init + counter * step instead (``_reified``);
+    ``skip_unread``: leave get-tuple-elements that nothing reads alone."""
     ctr = None
-    for u in list(w.users):
-        i = u.attr("index")
-        if i not in steps:
+    for g in list(state.users):
+        i = g.attr("index")
+        if i not in steps or (skip_unread and not g.user_count and g is not comp.root):
             continue
         if ctr is None:
-            ctr = comp.add("get-tuple-element", shape.tuple_shapes[counter], [w],
+            ctr = comp.add("get-tuple-element", state.shape.tuple_shapes[counter], [state],
                            name="get-tuple-element", attrs={"index": str(counter)})
-        users = list(u.users)
-        val = _reified(comp, u, ctr, steps[i])
-        for x in users:
-            x.replace_operand_with(u, val)
-        if u is comp.root:
+        users = list(g.users)
+        val = _reified(comp, g, ctr, steps[i])
+        for u in users:
+            u.replace_operand_with(g, val)
+        if g is comp.root:
             comp.root = val
-    return True

@@ -53,6 +53,18 @@ def remove_dead_operands(comp: Computation, operands) -> None:
             stack.extend(ops)
 
 
+def replace_and_remove_dead(comp: Computation, old: Instruction, new: Instruction) -> None:
+    """Every use of ``old`` (and the root slot) reads ``new``; ``old`` and the operands
+    that lost their last user with it are removed."""
+    was_root = old.is_root
+    operands = list(old.operands)
+    old.replace_all_uses_with(new)
+    if was_root:
+        comp.root = new
+    remove_dead_operands(comp, [old])
+    remove_dead_operands(comp, operands)
+
+
 def add_gte(comp: Computation, tup: Instruction, index: int) -> Instruction:
     return comp.add("get-tuple-element", tup.shape.tuple_shapes[index], [tup],
                     name="get-tuple-element", attrs={"index": str(index)})

@@ -5,8 +5,6 @@ from hlo_opt.ir.attributes import int_list_text
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
-from hlo_opt.rewrite.graph import remove_dead_operands
-
 
 def make_reduce(comp, shape: Shape, inputs, inits, dims, to_apply, like: Instruction):
     attrs = {"dimensions": int_list_text(sorted(dims)), "to_apply": ""}
@@ -18,16 +16,6 @@ def make_reduce(comp, shape: Shape, inputs, inits, dims, to_apply, like: Instruc
 
 def bitcast(comp, x: Instruction, shape: Shape) -> Instruction:
     return comp.add("bitcast", shape, [x], name="bitcast")
-
-
-def replace(comp, old: Instruction, new: Instruction) -> None:
-    was_root = old.is_root
-    operands = list(old.operands)
-    old.replace_all_uses_with(new)
-    if was_root:
-        comp.root = new
-    remove_dead_operands(comp, [old])
-    remove_dead_operands(comp, operands)
 
 
 def array(et: str, dims) -> Shape:

@@ -26,7 +26,7 @@ import json
 from hlo_opt.codegen.gemm_fusion import TRITON_GEMM_KIND, is_triton_gemm_fusion  # noqa: F401
 from hlo_opt.ir.computation import Computation
 from hlo_opt.rewrite.fusion import clone_into
-from hlo_opt.rewrite.graph import add_computation, remove_dead_operands
+from hlo_opt.rewrite.graph import add_computation, replace_and_remove_dead
 
 from ._computations import nonfusion_computations
 from ._triton_gemm import plan_dot_fusion
@@ -85,13 +85,7 @@ def _build(dot, plan) -> None:
         {"operation_queue_id": "0", "wait_on_operation_queues": [],
          "fusion_backend_config": {"kind": TRITON_GEMM_KIND},
          "force_earliest_schedule": False}, separators=(",", ":"))
-    was_root = out.is_root
-    old_operands = list(out.operands)
-    out.replace_all_uses_with(fusion)
-    if was_root:
-        comp.root = fusion
-    remove_dead_operands(comp, [out])
-    remove_dead_operands(comp, old_operands)
+    replace_and_remove_dead(comp, out, fusion)
 
 
 class GemmFusion:

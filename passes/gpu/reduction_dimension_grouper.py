@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hlo_opt.analysis.layout import has_default_layout
 
-from hlo_opt.rewrite.graph import fusible_computations
-from ._reduce_util import array, bitcast, make_reduce, replace
+from hlo_opt.rewrite.graph import fusible_computations, replace_and_remove_dead
+from ._reduce_util import array, bitcast, make_reduce
 
 
 def group(reduce):
@@ -51,6 +51,6 @@ class ReductionDimensionGrouper:
                 if inst.opcode == "reduce" and inst.parent is comp:
                     new = group(inst)
                     if new is not None:
-                        replace(comp, inst, new)
+                        replace_and_remove_dead(comp, inst, new)
                         changed = True
         return changed

@@ -10,8 +10,8 @@ from __future__ import annotations
 from hlo_opt.analysis.layout import minor_to_major
 from hlo_opt.ir.shape import Layout, Shape
 
-from hlo_opt.rewrite.graph import add_gte, fusible_computations
-from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
+from hlo_opt.rewrite.graph import add_gte, fusible_computations, replace_and_remove_dead
+from ._reduce_util import array, bitcast, make_reduce, maybe_tuple
 
 
 def normalize(reduce):
@@ -73,6 +73,6 @@ class ReductionLayoutNormalizer:
                 if inst.opcode == "reduce" and inst.parent is comp:
                     new = normalize(inst)
                     if new is not None:
-                        replace(comp, inst, new)
+                        replace_and_remove_dead(comp, inst, new)
                         changed = True
         return changed

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hlo_opt.analysis.layout import has_default_layout
 
-from hlo_opt.rewrite.graph import fusible_computations
-from ._reduce_util import array, make_reduce, replace
+from hlo_opt.rewrite.graph import fusible_computations, replace_and_remove_dead
+from ._reduce_util import array, make_reduce
 from hlo_opt.analysis.gpu.reduction import is_reduction_from_or_to_contiguous_dimensions
 
 
@@ -52,6 +52,6 @@ class ReductionSplitter:
                 if inst.opcode == "reduce" and inst.parent is comp:
                     new = split(inst, self.ignore_small_dims)
                     if new is not None:
-                        replace(comp, inst, new)
+                        replace_and_remove_dead(comp, inst, new)
                         changed = True
         return changed

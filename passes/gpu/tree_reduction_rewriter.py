@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from hlo_opt.rewrite.graph import fusible_computations
-from ._reduce_util import array, bitcast, make_reduce, maybe_tuple, replace
+from hlo_opt.rewrite.graph import fusible_computations, replace_and_remove_dead
+from ._reduce_util import array, bitcast, make_reduce, maybe_tuple
 from hlo_opt.analysis.gpu.reduction import (BATCHED_REDUCTION_RACE_FREE_BOUND, race_free_bound,
                                             reduction_dimensions, reduction_is_race_free,
                                             reduction_kind,
@@ -134,6 +134,6 @@ class GpuTreeReductionRewriter:
                 if inst.opcode == "reduce" and inst.parent is comp:
                     new = rewrite(inst)
                     if new is not None:
-                        replace(comp, inst, new)
+                        replace_and_remove_dead(comp, inst, new)
                         changed = True
         return changed
