@@ -36,7 +36,7 @@ from hlo_opt.fuel import consume_fuel
 from hlo_opt.analysis.gpu.fusible import (can_emit_input_fused_scatter, choose_fusion_kind,
                                           is_fusible as hlo_is_fusible, is_input_fusible,
                                           is_input_fusible_reduction, in_place_operands,
-                                          should_fuse_in_place_op)
+                                          should_fuse_in_place_op, uses_concatenate_emitter)
 from hlo_opt.analysis.gpu.fusion_facts import (FusionFacts, all_intermediate,
                                                fusion_fits_in_budget_facts, gpu_fusible,
                                                merged_too_large_facts, significant_reduce)
@@ -320,7 +320,15 @@ class GpuPriorityFusion:
         """Fuse ``producer`` into ``consumer``; returns the fusion.  ``evaluation``: the
         consumer's indexing evaluation before, if any; brought up to date (and left in
         ``self._kept_evaluation``) when the consumer fusion just grows by the producer.
-        ``kind``: choose_fusion_kind(producer, consumer), when the caller knows it."""
+        ``kind``: choose_fusion_kind(producer, consumer), when the caller knows it.  As
+        XLA's ChooseKind (the kind of the emitter the fused analysis picks), a fusion
+        that the concatenate emitter takes is kInput."""
+        fusion = self._fuse_as(producer, consumer, comp, evaluation, kind)
+        if fusion.attrs.get("kind") == "kLoop" and uses_concatenate_emitter(fusion):
+            set_kind(fusion, "kInput")
+        return fusion
+
+    def _fuse_as(self, producer, consumer, comp, evaluation, kind):
         if kind is None:
             kind = choose_fusion_kind(producer, consumer)
         if producer.opcode == "fusion" and consumer.opcode != "fusion" and \

@@ -7,14 +7,20 @@ with several roots the hero opcodes are sorted and joined with ``_`` (``-`` beco
 """
 from __future__ import annotations
 
-from hlo_opt.analysis.gpu.fusible import find_non_trivial_hero
+from hlo_opt.analysis.gpu.fusible import concatenate_hero, find_non_trivial_hero
 from hlo_opt.rewrite.graph import fusible_computations, rename_computation
 
 _KIND = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
 
 
+def _hero(root):
+    """XLA's FindNonTrivialHero: a reduction or tiled transpose, else a concatenate."""
+    hero = find_non_trivial_hero(root)
+    return hero if hero is not root else concatenate_hero(root) or root
+
+
 def hero_names(fusion) -> str:
-    heroes = sorted({find_non_trivial_hero(r).opcode for r in fusion.fusion_outputs()})
+    heroes = sorted({_hero(r).opcode for r in fusion.fusion_outputs()})
     return "_".join(heroes).replace("-", "_")
 
 

@@ -259,6 +259,61 @@ def find_non_trivial_hero(inst: Instruction, fused: bool = True) -> Instruction:
     return inst
 
 
+# XLA's concatenate emitter takes a concatenate of at most this many operands (more
+# operands: more code per thread, lower occupancy; the loop emitter takes those)
+MAX_CONCATENATE_EMITTER_OPERANDS = 4
+
+
+def concatenate_hero(root: Instruction) -> Instruction | None:
+    """The concatenate XLA's FindNonTrivialHero finds for a fused ``root``, else None:
+    from the end of the chain of one-operand intermediate ops above ``root``, the one
+    concatenate reached through intermediate ops of up to three operands (two such: none),
+    provided nothing but intermediate ops, tuples and parameters lies above its users."""
+    hero = root
+    while is_intermediate(hero):
+        hero = hero.operands[0]
+    found = None
+    seen = {hero}
+    queue = [hero]
+    while queue:
+        node = queue.pop(0)
+        if node.opcode == "concatenate":
+            if found is not None:
+                return None  # several candidates: no hero
+            found = node
+            continue
+        if not is_intermediate(node, 3):
+            continue
+        for o in node.operands:
+            if o not in seen:
+                seen.add(o)
+                queue.append(o)
+    if found is None:
+        return None
+    seen = set()
+    queue = list(found.users)
+    while queue:
+        node = queue.pop(0)
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.opcode not in ("tuple", "parameter") and not is_intermediate(node, 3):
+            return None
+        queue.extend(node.users)
+    return found
+
+
+def uses_concatenate_emitter(fusion: Instruction) -> bool:
+    """XLA's UseConcatenateFusion: one (non-tuple) root whose hero is a concatenate of at
+    most four operands (HloFusionAnalysis then says kConcatenate, and priority fusion's
+    ChooseKind makes such a fusion kInput)."""
+    root = fusion.called[0].root
+    if root.shape.is_tuple():
+        return False
+    hero = concatenate_hero(root)
+    return hero is not None and len(hero.operands) <= MAX_CONCATENATE_EMITTER_OPERANDS
+
+
 def has_real_reduction_hero(inst: Instruction) -> bool:
     """IsRealReductionHero(root, FindNonTrivialHero(root)) for an unfused instruction."""
     hero = find_non_trivial_hero(inst)
