@@ -6,6 +6,7 @@ is not (XLA's FusionDecision).
 """
 from __future__ import annotations
 
+from collections import deque
 from functools import lru_cache
 
 from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
@@ -274,9 +275,9 @@ def concatenate_hero(root: Instruction) -> Instruction | None:
         hero = hero.operands[0]
     found = None
     seen = {hero}
-    queue = [hero]
+    queue = deque([hero])
     while queue:
-        node = queue.pop(0)
+        node = queue.popleft()
         if node.opcode == "concatenate":
             if found is not None:
                 return None  # several candidates: no hero
@@ -291,9 +292,9 @@ def concatenate_hero(root: Instruction) -> Instruction | None:
     if found is None:
         return None
     seen = set()
-    queue = list(found.users)
+    queue = deque(found.users)
     while queue:
-        node = queue.pop(0)
+        node = queue.popleft()
         if node in seen:
             continue
         seen.add(node)
