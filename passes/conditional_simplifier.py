@@ -100,13 +100,7 @@ def _empty_with_array_root(branch) -> bool:
     if any(i.opcode not in ("tuple", "get-tuple-element", "parameter")
            for i in branch.instructions):
         return False
-    return _holds_array(branch.root.shape)
-
-
-def _holds_array(shape) -> bool:
-    if shape.is_tuple():
-        return any(_holds_array(s) for s in shape.tuple_shapes)
-    return shape.is_array()
+    return any(s.is_array() for s in branch.root.shape.leaves())
 
 
 def _predicate(c):

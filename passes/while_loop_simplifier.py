@@ -42,6 +42,7 @@ from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.shape import Shape
 
 from hlo_opt.rewrite.builder import Builder
+from hlo_opt.rewrite.graph import add_gte
 from hlo_opt.rewrite.rules import control_successors, has_opcode, remove_dead
 from ._while_util import has_side_effects, inline, trip_count, while_body, while_cond
 from .algsimp.predicates import same_literal, scalar_value
@@ -430,12 +431,6 @@ def _merge_repeated_dus(comp, w) -> bool:
     return True
 
 
-def _leaf_shapes(shape: Shape) -> list:
-    if not shape.is_tuple():
-        return [shape]
-    return [leaf for s in shape.tuple_shapes for leaf in _leaf_shapes(s)]
-
-
 def _flat_elements(b: Builder, inst: Instruction) -> list:
     """The leaves of ``inst``'s value: tuple operands directly, get-tuple-elements else."""
     if not inst.shape.is_tuple():
@@ -453,8 +448,7 @@ def _unflatten(comp: Computation, flat: Instruction, shape: Shape) -> Instructio
     def build(s: Shape) -> Instruction:
         if not s.is_tuple():
             k = next(leaves)
-            return comp.add("get-tuple-element", flat.shape.tuple_shapes[k], [flat],
-                            name="get-tuple-element", attrs={"index": str(k)})
+            return add_gte(comp, flat, k)
         return comp.add("tuple", s, [build(t) for t in s.tuple_shapes], name="tuple")
     return build(shape)
 
@@ -484,7 +478,7 @@ def _flatten_nested_tuples(comp, w) -> bool:
     shape = w.shape
     if not any(s.is_tuple() for s in shape.tuple_shapes):
         return False
-    flat = Shape.tuple(_leaf_shapes(shape))
+    flat = Shape.tuple(shape.leaves())
     for comp_in in (body, cond):
         param = comp_in.parameters[0]
         users = list(param.users)
@@ -591,8 +585,7 @@ def _merge_induction_variables_of(comp, w, et: str) -> bool:
     # the body carries the induction variables unchanged (and counts, when added)
     ops = list(root.operands)
     for i in steps:
-        ops[i] = body.add("get-tuple-element", old_shape.tuple_shapes[i], [bparam],
-                          name="get-tuple-element", attrs={"index": str(i)})
+        ops[i] = add_gte(body, bparam, i)
     if added:
         b = Builder(body)
         g = b.gte(bparam, counter)
@@ -623,8 +616,7 @@ def _read_through_counter(comp: Computation, state: Instruction, counter: int, s
         if i not in steps or (skip_unread and not g.user_count and g is not comp.root):
             continue
         if ctr is None:
-            ctr = comp.add("get-tuple-element", state.shape.tuple_shapes[counter], [state],
-                           name="get-tuple-element", attrs={"index": str(counter)})
+            ctr = add_gte(comp, state, counter)
         users = list(g.users)
         val = _reified(comp, g, ctr, steps[i])
         for u in users:

@@ -42,11 +42,8 @@ class RunTime:
 
 def transposes_minor_dimension(inst) -> bool:
     """XLA's TransposesMinorDimension: a copy or transpose whose most minor non-trivial
-    output dimension is not the operand's most minor non-trivial dimension (a fusion: any
-    of its instructions)."""
+    output dimension is not the operand's most minor non-trivial dimension."""
     op = inst.opcode
-    if op == "fusion":
-        return any(transposes_minor_dimension(i) for i in fused_instructions(inst))
     if op not in ("copy", "transpose") or not inst.shape.is_array():
         return False
     src = inst.operands[0].shape
@@ -97,11 +94,7 @@ def _fused_transpose_hero(producer, consumer) -> bool:
     describes; counting them all keeps e.g. ``transpose(exp(x)), dimensions={2,1,0}``
     fused, as XLA does)."""
     fused = consumer.opcode == "fusion"
-    if fused:
-        root = consumer.called[0].root
-        roots = list(root.operands) if root.opcode == "tuple" else [root]
-    else:
-        roots = [consumer]
+    roots = consumer.fusion_outputs()
     for h in roots:
         in_producer = False
         while h is not None:
@@ -274,12 +267,7 @@ def _fused_exec_time(producer, consumer, device: DeviceInfo, cache: CostCache,
                 producer_bytes_in_consumer += producer_bytes
             i += 1
     if producer_cost is None:
-        pe = entries.get(producer)
-        if pe is None:
-            pe = entries[producer] = _CostEntry()
-        producer_cost = pe.cost
-        if producer_cost is None:
-            producer_cost = pe.cost = instruction_cost(producer)
+        producer_cost = cache.cost(producer)
     flops = consumer_cost.flops + 4 * consumer_cost.transcendentals + utilization * (
         producer_cost.flops + 4 * producer_cost.transcendentals)
     # _compute_time
@@ -325,10 +313,7 @@ def estimate_run_times(producer, consumers, multi_output: bool = False,
     producer_rt = pe.run_time if pe is not None else None
     if producer_rt is None:
         producer_rt = run_time(producer, device, cache)
-        pe = entries[producer]
-    producer_cost = pe.cost
-    if producer_cost is None:
-        producer_cost = pe.cost = instruction_cost(producer)
+    producer_cost = cache.cost(producer)
     unfused = KERNEL_LAUNCH_OVERHEAD * (len(consumers) + 1) + producer_rt.exec_time
     fused = KERNEL_LAUNCH_OVERHEAD * len(consumers)
     for consumer in consumers:

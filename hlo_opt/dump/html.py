@@ -185,11 +185,6 @@ def graph_json(module: HloModule, title: str, top_level: bool = False,
             + "}")
 
 
-def graph_data(module: HloModule, title: str, top_level: bool = False) -> dict:
-    """:func:`graph_json` as Python objects."""
-    return json.loads(graph_json(module, title, top_level))
-
-
 def encode_json(raw: str) -> tuple[str, str]:
     """(encoding, text) for the <script type="application/json"> element holding ``raw``."""
     if len(raw) > COMPRESS_ABOVE:

@@ -27,10 +27,6 @@ def slice_text(starts, limits, strides) -> str:
     return SliceSpec(list(zip(starts, limits, strides))).to_text()
 
 
-def padding_text(config) -> str:
-    return PaddingConfig(list(config)).to_text()
-
-
 def array_shape(et: str, dims) -> Shape:
     return Shape.array(et, tuple(int(d) for d in dims))
 

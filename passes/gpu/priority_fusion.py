@@ -225,6 +225,11 @@ class GpuPriorityFusion:
     # -- the loop --
     def _run_on(self, comp) -> bool:
         self.tainted = control_tainted(comp)
+        # the fusions holding a concatenate (only those can take the concatenate
+        # emitter's kind: kept as fusions grow, so _fuse never walks a body for it)
+        self.with_concatenate = {
+            i for i in comp.instructions if i.opcode == "fusion" and
+            any(x.opcode == "concatenate" for x in i.called[0].instructions)}
         queue = _Queue(self, comp)
         for inst in comp.post_order():
             if inst.opcode in ("parameter", "tuple", "get-tuple-element") or \
@@ -323,9 +328,14 @@ class GpuPriorityFusion:
         ``kind``: choose_fusion_kind(producer, consumer), when the caller knows it.  As
         XLA's ChooseKind (the kind of the emitter the fused analysis picks), a fusion
         that the concatenate emitter takes is kInput."""
+        with_concatenate = self.with_concatenate
+        concat = any(x.opcode == "concatenate" or x in with_concatenate
+                     for x in (producer, consumer))
         fusion = self._fuse_as(producer, consumer, comp, evaluation, kind)
-        if fusion.attrs.get("kind") == "kLoop" and uses_concatenate_emitter(fusion):
-            set_kind(fusion, "kInput")
+        if concat:
+            with_concatenate.add(fusion)
+            if fusion.attrs.get("kind") == "kLoop" and uses_concatenate_emitter(fusion):
+                set_kind(fusion, "kInput")
         return fusion
 
     def _fuse_as(self, producer, consumer, comp, evaluation, kind):

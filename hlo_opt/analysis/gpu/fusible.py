@@ -235,7 +235,7 @@ def is_intermediate(inst: Instruction, allowed_operand_count: int = 1) -> bool:
     n = len(inst.operands)
     if n == 0 or n > allowed_operand_count:
         return False
-    if is_elementwise(inst) and inst.opcode != "fusion":
+    if inst.opcode != "fusion" and is_elementwise(inst):
         if inst.opcode == "copy":
             return inst.shape == inst.operands[0].shape
         return True
@@ -528,10 +528,10 @@ def producer_multi_output_fusible(producer: Instruction) -> str | None:
 def is_fusible_as_mof_root(inst: Instruction) -> bool:
     if not is_fusible(inst):
         return False
-    if inst.opcode == "fusion" and inst.fusion_kind == "kLoop":
-        return True  # is_loop_fusion: asked first, before the walks to the heroes
+    if is_loop_fusion(inst):
+        return True  # asked first, before the walks to the heroes
     return (is_input_fusible_reduction(inst) or is_input_fusible_transpose(inst)
-            or (is_elementwise(inst) and inst.opcode != "fusion"))
+            or (inst.opcode != "fusion" and is_elementwise(inst)))
 
 
 def choose_fusion_kind(producer: Instruction, consumer: Instruction) -> str:

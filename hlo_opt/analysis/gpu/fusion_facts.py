@@ -189,14 +189,6 @@ class FusionFacts:
         self.records.clear()
         self.memos.clear()
 
-    def table(self, key: str) -> dict:
-        """The memo table of ``key`` (instruction -> value), for callers that look up
-        one fact many times."""
-        table = self.memos.get(key)
-        if table is None:
-            table = self.memos[key] = {}
-        return table
-
     def memo(self, key: str, inst, fn):
         table = self.memos.get(key)
         if table is None:
@@ -207,20 +199,6 @@ class FusionFacts:
         return v
 
     # -- the record's facts --
-    def shared_memory(self, inst) -> int:
-        f = self.record(inst)
-        v = f.shared
-        if v is None:
-            v = f.shared = shared_memory(inst)
-        return v
-
-    def unnested_reductions(self, inst) -> int:
-        f = self.record(inst)
-        v = f.reductions
-        if v is None:
-            v = f.reductions = unnested_reductions(inst)
-        return v
-
     def input_fusible(self, inst) -> bool:
         f = self.record(inst)
         v = f.infus
