@@ -70,13 +70,16 @@ def _check(modules: list, label: str) -> int:
     return len(cases)
 
 
-def _parsed(paths) -> list:
+def _parsed(paths, lenient: bool = False) -> list:
+    """The modules of ``paths``; ``lenient``: skip files that do not parse (the corpus
+    holds modules this project rejects on purpose; a sample must parse)."""
     out = []
     for path in paths:
         try:
             out += parse_hlo_modules(path.read_text(), str(path))
-        except Exception:  # the corpus holds modules this project rejects on purpose
-            continue
+        except Exception:
+            if not lenient:
+                raise
     return out
 
 
@@ -91,14 +94,14 @@ def test_sample_modules_after_the_pipelines_draw_alike():
         modules = _parsed(sample_files())
         for m in modules:
             passes_api.optimize(m, DebugOptions(), pipeline=pipeline)
-        _check(modules, pipeline)
+        assert _check(modules, pipeline) >= 20
 
 
 def test_corpus_modules_draw_alike():
     paths = corpus_files()
     if not paths:
         pytest.skip("../shared/corpus not present")
-    assert _check(_parsed(paths), "corpus") >= 300
+    assert _check(_parsed(paths, lenient=True), "corpus") >= 300
 
 
 def test_awkward_text_draws_alike():
