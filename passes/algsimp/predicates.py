@@ -40,6 +40,17 @@ def constant_array(inst: Instruction):
     return lit.array
 
 
+def reassociation_ok(ctx, inst) -> bool:
+    """Whether ``inst``'s arithmetic may be reordered: integral, or floats allowed to be."""
+    t = inst.shape.element_type
+    return is_integral(t) or ctx.opts.float_reassociation or ctx.opts.enable_floats_are_real
+
+
+def has_single_use(inst: Instruction) -> bool:
+    """XLA's WithOneUse: one user, which reads ``inst`` as one operand only."""
+    return inst.user_count == 1 and sum(o is inst for o in inst.users[0].operands) == 1
+
+
 def _unwrap_broadcast(inst: Instruction) -> Instruction:
     while inst.opcode == "broadcast":
         inst = inst.operands[0]

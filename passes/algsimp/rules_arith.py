@@ -17,7 +17,7 @@ from hlo_opt.ir.types import (BIT_WIDTH, is_complex, is_float, is_integral, is_s
 
 from hlo_opt.rewrite.rules import BSC, C, CHANGED, NC, P, RuleList, Rules, SC, X
 from .predicates import (ALL, constant_array, floating, integral, is_all, is_fp_power_of_two,
-                         is_nonnegative, max_value, min_value, scalar_value)
+                         is_nonnegative, max_value, min_value, reassociation_ok, scalar_value)
 
 r = RuleList()
 
@@ -28,11 +28,6 @@ def _fast_math(opts) -> bool:
 
 def _approximate(opts) -> bool:
     return opts.approximate_float_rewrites
-
-
-def _reassoc_ok(ctx, inst) -> bool:
-    t = inst.shape.element_type
-    return is_integral(t) or ctx.opts.float_reassociation or ctx.opts.enable_floats_are_real
 
 
 def _int_or_fast(ctx, inst) -> bool:
@@ -93,7 +88,7 @@ def _add_canon(ctx, c, a):
 def _fold_constants(op: str):
     """(A op C1) op C2 => A op (C1 op C2), when reassociating is allowed."""
     def fold(ctx, a, c1, c2):
-        if not _reassoc_ok(ctx, ctx.inst):
+        if not reassociation_ok(ctx, ctx.inst):
             return None
         return ctx.b.binary(op, a, _const_sum(ctx, op, c1, c2, ctx.inst))
     return fold
@@ -101,7 +96,7 @@ def _fold_constants(op: str):
 
 def _sub_add_constants(ctx, c1, a, c2):
     """(C1 - A) + C2 => (C1 + C2) - A, when reassociating is allowed."""
-    if not _reassoc_ok(ctx, ctx.inst):
+    if not reassociation_ok(ctx, ctx.inst):
         return None
     return ctx.b.binary("subtract", _const_sum(ctx, "add", c1, c2, ctx.inst), a)
 
@@ -248,7 +243,7 @@ def _mul_pred(ctx, x, p):
      P("multiply", NC("b"), C("c2"), commute=True), commute=True),
    "(A * C1) * (B * C2) => (A * B) * (C1 * C2)", exact=False)
 def _mul4(ctx, a, c1, b, c2):
-    if not _reassoc_ok(ctx, ctx.inst):
+    if not reassociation_ok(ctx, ctx.inst):
         return None
     prod = _const_sum(ctx, "multiply", c1, c2, ctx.inst)
     return ctx.b.binary("multiply", ctx.b.binary("multiply", a, b), prod)

@@ -10,7 +10,7 @@ from hlo_opt.rewrite.builder import dot_dims, dot_extra_attrs, scalar_computatio
 from hlo_opt.rewrite.rules import P, RuleList, Rules, X
 from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape
 from .options import layout_free
-from .predicates import is_all
+from .predicates import inverse_perm, is_all
 
 r = RuleList()
 
@@ -136,11 +136,9 @@ def _dot_reorder_contracting(ctx, lhs, rhs):
     swapped = lhs.opcode == "constant"
     if swapped:
         lhs, rhs, lc, rc = rhs, lhs, rc, lc
-    if len(lc) != 1 or lhs.opcode != "reshape" or rhs.opcode != "constant":
+    if len(lc) != 1:
         return None
     reshape, transpose = lhs, lhs.operands[0]
-    if transpose.opcode != "transpose":
-        return None
     inp = transpose.operands[0]
     unmodified = dims_unmodified_by_reshape(transpose.shape.dims, reshape.shape.dims)
     if len(unmodified) != reshape.shape.rank - 1 or any(to == lc[0] for _, to in unmodified):
@@ -159,9 +157,7 @@ def _dot_reorder_contracting(ctx, lhs, rhs):
     cdims = list(rhs.shape.dims)
     unsquished = cdims[:r0] + [transpose.shape.dims[i] for i in block] + cdims[r0 + 1:]
     c1 = bld.reshape(rhs, unsquished)
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
+    inv = inverse_perm(perm)
     tperm = list(range(len(unsquished)))
     tperm[r0:r0 + k] = [inv[i] - s + r0 for i in block]
     c2 = bld.transpose(c1, tperm)
@@ -313,16 +309,6 @@ def _conv_fold_filter_pad(ctx, lhs, k, z, pad):
     return _conv_with_window(ctx, conv, [lhs, k], window)
 
 
-def _labels(rank, named, spatial) -> str:
-    """One side of ``dim_labels``: ``named`` maps dims to letters, spatial dims get digits."""
-    chars = ["?"] * rank
-    for d, c in named.items():
-        chars[d] = c
-    for k, d in enumerate(spatial):
-        chars[d] = str(k)
-    return "".join(chars)
-
-
 @r(P("convolution", X("inp"), X("ker")),
    "convolution whose kernel is larger than its input => convolution(kernel, input)",
    exact=False, when=lambda o: o.enable_conv_operand_swap and not o.is_layout_sensitive)
@@ -368,17 +354,18 @@ def _conv_swap_operands(ctx, inp, ker):
                                   window_dilation=w.base_dilation, window_reversal=True))
     if kernel_product <= swapped_product:
         return None
-    lhs = _labels(ker.shape.rank, {dn.kernel_output_feature: "b", dn.kernel_input_feature: "f"},
-                  dn.kernel_spatial)
-    rhs = _labels(inp.shape.rank, {dn.input_batch: "o", dn.input_feature: "i"},
-                  dn.input_spatial)
-    out = _labels(conv.shape.rank, {dn.output_feature: "b", dn.output_batch: "f"},
-                  dn.output_spatial)
+    # The kernel is the new input (its output features the batch), the input the new
+    # kernel, and the output's batch and feature dims trade places.
+    labels = dn.with_(input_batch=dn.kernel_output_feature,
+                      input_feature=dn.kernel_input_feature, input_spatial=dn.kernel_spatial,
+                      kernel_input_feature=dn.input_feature, kernel_output_feature=dn.input_batch,
+                      kernel_spatial=dn.input_spatial, output_batch=dn.output_feature,
+                      output_feature=dn.output_batch)
     b = ctx.b
     kernel = b.reverse(ker, sorted(reverse_dims)) if reverse_dims else ker
     new = b.clone(conv, [kernel, inp])
     new.set_attr("window", Window(new_dims))
-    new.set_attr("dim_labels", f"{lhs}_{rhs}->{out}")
+    new.set_attr("dim_labels", labels)
     prec = dot_extra_attrs(conv, swap=True).get("operand_precision")
     if prec is not None:
         new.set_attr("operand_precision", prec)

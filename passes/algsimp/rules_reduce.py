@@ -5,10 +5,9 @@ import numpy as np
 
 from hlo_opt.ir.attributes import Window, WindowDim
 from hlo_opt.ir.clone import clone_computation
-from hlo_opt.ir.literal import Literal
 from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.ir.shape import Shape
-from hlo_opt.ir.types import is_float, numpy_dtype
+from hlo_opt.ir.types import is_float
 
 from hlo_opt.rewrite.builder import dot_dims
 from hlo_opt.rewrite.rules import P, RuleList, Rules, X
@@ -294,7 +293,7 @@ def _reduce_bcast_add(ctx, a, bc, init):
 # ---- variadic reduce: trivial tuples, arg-max/arg-min of a broadcast --------------------------
 def _unary_variadic(red) -> bool:
     return (red.shape.is_tuple() and len(red.shape.tuple_shapes) == 1
-            and len(red.operands) == 2 and red.to_apply.root is not None
+            and red.to_apply.root is not None
             and red.to_apply.root.opcode == "tuple")
 
 
@@ -325,7 +324,7 @@ def _is_param(i, n) -> bool:
 
 
 def _cmp(i, a, b, direction) -> bool:
-    return (i.opcode == "compare" and i.attr("direction") == direction
+    return (i.opcode == "compare" and i.comparison_direction == direction
             and _is_param(i.operands[0], a) and _is_param(i.operands[1], b))
 
 
@@ -371,7 +370,7 @@ def _scalar_extreme(c, highest: bool) -> bool:
 
 def _arg_min_max(red):
     """XLA's MatchArgMax / MatchArgMin: 'max', 'min' or None."""
-    if len(red.operands) != 4 or not red.shape.is_tuple() or red.operands[1].opcode != "iota":
+    if not red.shape.is_tuple():
         return None
     init_v, init_i = red.operands[2], red.operands[3]
     if init_i.opcode != "constant" or scalar_value(init_i) != 0:
@@ -505,10 +504,7 @@ def _rw_cumsum_of_constant(ctx, x, init):
         return None
     b = ctx.b
     et = rw.shape.element_type
-    value = np.asarray(val.literal.array).reshape(())
-    if val.shape.element_type != et:
-        value = value.astype(numpy_dtype(et))
-    c = b.constant(Literal(Shape.array(et, ()), np.asarray(value, dtype=numpy_dtype(et))))
+    c = b.constant_array(np.asarray(val.literal.array).reshape(()), et)
     iota_type = "s64" if et == "s64" else "s32"
     count = b.binary("add", b.iota(iota_type, rw.shape.dims, reduction_dim),
                      b.scalar_like(Shape.array(iota_type, rw.shape.dims), 1))

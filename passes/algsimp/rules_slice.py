@@ -7,7 +7,7 @@ from hlo_opt.ir.types import is_integral
 from hlo_opt.rewrite.rules import P, RuleList, Rules, X
 from hlo_opt.analysis.shape_util import dims_unmodified_by_reshape, inserted_or_deleted_1_dims
 from .options import layout_free
-from .predicates import inverse_perm, is_all, scalar_value
+from .predicates import has_single_use, inverse_perm, is_all, scalar_value
 
 r = RuleList()
 
@@ -200,12 +200,8 @@ def _slice_stride(ctx, x):
 
 
 # ---- slice of reduce-window ----------------------------------------------------------------
-def _one_use(i) -> bool:
-    return i.user_count == 1 and sum(o is i for o in i.users[0].operands) == 1
-
-
 @r(P("slice", P("reduce-window", X("a"), X("init"), name="rw",
-                pred=lambda i: not i.shape.is_tuple() and _one_use(i))),
+                pred=lambda i: not i.shape.is_tuple() and has_single_use(i))),
    "slice(reduce-window) of the last full windows => reshape(reduce)", exact=False)
 def _slice_reduce_window(ctx, a, init, rw):
     """HandleSlice: a padded reduce-window (no stride or dilation) sliced to its last

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlo_opt.ir.literal import Literal
-from hlo_opt.ir.shape import Shape
 from hlo_opt.ir.types import is_float, is_integral
-from hlo_opt.rewrite.rules import CHANGED, P, RuleList, Rules, X
+from hlo_opt.rewrite.rules import BSC, CHANGED, P, RuleList, Rules, X
 from hlo_opt.shape_inference.collectives import group_size
 from passes.collectives._util import reduction_kind
 
@@ -56,27 +54,18 @@ def _barrier_unused(ctx, t):
 
 
 # ---- collectives of a broadcast constant ------------------------------------------------------
-def _rank0_constant(i) -> bool:
-    return i.shape.rank == 0 and not i.literal.elided
-
-
-def _bcast_const():
-    """XLA's m::Broadcast(m::ConstantScalar()): the constant is captured as ``c``."""
-    return P("broadcast", P("constant", name="c", pred=_rank0_constant), name="bc")
-
-
 def _array_result(i) -> bool:
     return i.shape.is_array()
 
 
-@r(P("all-gather", _bcast_const(), pred=_array_result),
+@r(P("all-gather", BSC("c", bcast="bc"), pred=_array_result),
    "all-gather(broadcast(C)) => broadcast(C)")
 def _all_gather_bcast_const(ctx, c, bc):
     """HandleAllGather: every device contributes the same constant."""
     return ctx.b.broadcast(c, ctx.inst.shape.dims, ())
 
 
-@r(P("all-to-all", _bcast_const(), pred=_array_result),
+@r(P("all-to-all", BSC("c", bcast="bc"), pred=_array_result),
    "all-to-all(broadcast(C)) => broadcast(C)")
 def _all_to_all_bcast_const(ctx, c, bc):
     """HandleAllToAll: exchanging copies of one constant changes nothing."""
@@ -105,12 +94,12 @@ def _collective_reduce_bcast_const(ctx, c, bc):
     arr = np.asarray(c.literal.array)
     with np.errstate(all="ignore"):
         total = (arr * arr.dtype.type(n)).astype(arr.dtype)
-    total_c = ctx.b.constant(Literal(Shape.array(et, ()), total.reshape(())))
+    total_c = ctx.b.constant_array(total.reshape(()), et)
     return ctx.b.broadcast(total_c, coll.shape.dims, ())
 
 
 for _op in ("all-reduce", "reduce-scatter"):
-    r(P(_op, _bcast_const(), pred=_array_result),
+    r(P(_op, BSC("c", bcast="bc"), pred=_array_result),
       f"{_op}(broadcast(C)) => broadcast(C), or broadcast(C * group size) for a sum",
       exact=False)(_collective_reduce_bcast_const)
 

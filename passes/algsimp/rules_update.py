@@ -6,31 +6,17 @@ All of them reorder float additions or multiplications, hence ``exact=False``.
 """
 from __future__ import annotations
 
-from hlo_opt.ir.types import is_integral
-from hlo_opt.rewrite.rules import P, RuleList, Rules, X
-from .predicates import root_is_binary_of_params
+from hlo_opt.rewrite.rules import NC, P, RuleList, Rules, X
+from .predicates import has_single_use, reassociation_ok, root_is_binary_of_params
 
 r = RuleList()
-
-
-def _reassoc_ok(ctx, inst) -> bool:
-    t = inst.shape.element_type
-    return is_integral(t) or ctx.opts.float_reassociation or ctx.opts.enable_floats_are_real
 
 
 # ---- add of scatter -----------------------------------------------------------------------
 def _add_scatter(s) -> bool:
     """m::Scatter(op, idx, upd).WithOneUse() whose combiner adds its two parameters."""
-    return (s.opcode == "scatter" and len(s.operands) == 3 and s.user_count == 1
-            and sum(o is s for o in s.users[0].operands) == 1
+    return (s.opcode == "scatter" and len(s.operands) == 3 and has_single_use(s)
             and root_is_binary_of_params(s.to_apply, ("add",)) is not None)
-
-
-def _dnums(s):
-    return tuple(tuple(s.attr(k, ())) if k != "index_vector_dim" else s.attr(k)
-                 for k in ("index_vector_dim", "scatter_dims_to_operand_dims",
-                           "inserted_window_dims", "update_window_dims",
-                           "scatter_indices_batching_dims", "input_batching_dims"))
 
 
 def _concat_dims(lhs, rhs):
@@ -81,7 +67,7 @@ def _add_two_scatters(ctx, ls, rs):
     numbers and index type, neither sorted nor unique indices, equal update windows, a
     single dimension to concatenate along, fewer update elements than the result);
     otherwise the two scatters are chained over the summed operands."""
-    if not _reassoc_ok(ctx, ctx.inst):
+    if not reassociation_ok(ctx, ctx.inst):
         return None
     li, ri = ls.operands[1], rs.operands[1]
     if li.shape.rank != ri.shape.rank:
@@ -99,7 +85,7 @@ def _add_two_scatters(ctx, ls, rs):
     operand = b.binary("add", ls.operands[0], rs.operands[0])
     safe = not any(s.attr(k, False) for s in (ls, rs)
                    for k in ("unique_indices", "indices_are_sorted"))
-    if (safe and _dnums(ls) == _dnums(rs)
+    if (safe and ls.scatter_dimension_numbers == rs.scatter_dimension_numbers
             and li.shape.element_type == ri.shape.element_type
             and _window_dims(ls) == _window_dims(rs)):
         index = b.concatenate([li, ri], index_dim)
@@ -118,7 +104,7 @@ def _add_two_scatters(ctx, ls, rs):
 def _add_scatter_operand(ctx, a, s):
     """HandleAdd with one add-scatter of one use: the other addend joins the scatter's
     operand (the right-hand scatter is taken first, as XLA does)."""
-    if not _reassoc_ok(ctx, ctx.inst):
+    if not reassociation_ok(ctx, ctx.inst):
         return None
     add = ctx.inst
     if _add_scatter(add.operands[0]) and _add_scatter(add.operands[1]):
@@ -140,13 +126,13 @@ def _bcast_of_non_constant(i) -> bool:
     return i.opcode == "broadcast" and i.operands[0].opcode != "constant"
 
 
-@r(P("multiply", P("multiply", X("a", pred=lambda i: i.opcode != "constant"),
+@r(P("multiply", P("multiply", NC("a"),
                    X("c", pred=_scalar_const_or_bcast), commute=True, name="inner"),
      X("op", pred=_bcast_of_non_constant, hint={"broadcast"}), commute=True),
    "(A * C) * broadcast(B) => A * broadcast(B * C)", exact=False)
 def _mul_const_bcast(ctx, a, c, inner, op):
     """HandleMultiply: move the scalar constant into the (smaller) broadcast operand."""
-    if not _reassoc_ok(ctx, ctx.inst):
+    if not reassociation_ok(ctx, ctx.inst):
         return None
     b = ctx.b
     const = c.operands[0] if c.opcode == "broadcast" else c
