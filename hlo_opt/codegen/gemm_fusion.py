@@ -33,13 +33,19 @@ def _backend_config(inst) -> dict:
     return cfg if isinstance(cfg, dict) else {}
 
 
+def fusion_backend_config(inst) -> dict:
+    """``backend_config.fusion_backend_config`` of a fusion ({} when absent or not a JSON
+    object)."""
+    fbc = _backend_config(inst).get("fusion_backend_config", {})
+    return fbc if isinstance(fbc, dict) else {}
+
+
 def is_triton_gemm_fusion(inst) -> bool:
     if inst.opcode != "fusion" or inst.attrs.get("kind") != "kCustom":
         return False
     if TRITON_GEMM_KIND not in inst.attrs.get("backend_config", ""):
         return False
-    fbc = _backend_config(inst).get("fusion_backend_config", {})
-    return isinstance(fbc, dict) and fbc.get("kind") == TRITON_GEMM_KIND
+    return fusion_backend_config(inst).get("kind") == TRITON_GEMM_KIND
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ TILE_CANDIDATES = (DEFAULT_TILE, TileConfig(16, 16, 32, 2), TileConfig(32, 64, 3
 
 def tile_config_of(inst) -> TileConfig | None:
     """The ``triton_gemm_config`` in the fusion's backend_config, if any we can run."""
-    raw = _backend_config(inst).get("fusion_backend_config", {}).get("triton_gemm_config")
+    raw = fusion_backend_config(inst).get("triton_gemm_config")
     if not isinstance(raw, dict):
         return None
     try:
@@ -93,6 +99,19 @@ def tile_config_of(inst) -> TileConfig | None:
     except (KeyError, ValueError, TypeError):
         return None
     return tc if tc.thread_tile() is not None else None
+
+
+def set_tile_config(inst, tile: TileConfig) -> bool:
+    """Write ``tile`` as the fusion's ``triton_gemm_config``; False (nothing written) when
+    it is already the fusion's."""
+    cfg = _backend_config(inst)
+    fbc = cfg.setdefault("fusion_backend_config", {})
+    tile_json = tile.to_json()
+    if fbc.get("triton_gemm_config") == tile_json:
+        return False
+    fbc["triton_gemm_config"] = tile_json
+    inst.attrs["backend_config"] = json.dumps(cfg, separators=(",", ":"))
+    return True
 
 
 @dataclass
@@ -127,8 +146,7 @@ def analyze(fusion) -> GemmFusionSpec | None:
         return None
     dot = dots[0]
     lhs, rhs = dot.operands[0].shape, dot.operands[1].shape
-    lb, lc = list(dot.attr("lhs_batch_dims", ())), list(dot.attr("lhs_contracting_dims", ()))
-    rb, rc = list(dot.attr("rhs_batch_dims", ())), list(dot.attr("rhs_contracting_dims", ()))
+    lb, lc, rb, rc = dot.dot_dimension_numbers.lists()
     if len(lb) > 1 or len(lc) != 1 or len(rc) != 1:
         return None
     lr, rr = _roles(lhs, lb, lc, "m"), _roles(rhs, rb, rc, "n")
@@ -173,10 +191,6 @@ def _is_bitcast(inst) -> bool:
         m2m = [d for d in s.effective_layout().minor_to_major if s.dims[d] != 1]
         return m2m == sorted(m2m, reverse=True)
     return inst.opcode == "reshape" and row_major(a) and row_major(b)
-
-
-def flops(spec: GemmFusionSpec) -> int:
-    return 2 * spec.batch * spec.m * spec.n * spec.k
 
 
 def grid_of(spec: GemmFusionSpec, tile: TileConfig) -> tuple[int, int, int]:

@@ -19,13 +19,14 @@ the backends could not emit, and the planner to choose the ``row_normalization``
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+from ..analysis.layout import has_default_layout
 from ..ir.opcodes import is_elementwise
 from . import index as ix
 from .elemental import ElementalEmitter
 from .expr import Expr, var
+from .gemm_fusion import fusion_backend_config
 
 TRITON_FUSION_KIND = "__triton"
 
@@ -36,11 +37,6 @@ class RowNorm:
     batch: tuple          # B
     row: int              # N
     reduces: list         # the reductions, in post order
-
-
-def _default_layout(shape) -> bool:
-    m2m = list(shape.effective_layout().minor_to_major)
-    return m2m == list(range(shape.rank - 1, -1, -1))
 
 
 def _squeeze(dims) -> tuple:
@@ -75,7 +71,7 @@ def analyze_instructions(root, order, seeds=()) -> tuple[RowNorm | None, str]:
     dependent: set = set(seeds)   # values computed from a reduction of the row
     reduces = []
     for inst in order:
-        if not inst.shape.is_array() or not _default_layout(inst.shape):
+        if not inst.shape.is_array() or not has_default_layout(inst.shape):
             return None, f"%{inst.name} is not an array in the default layout"
         if inst.opcode == "reduce":
             op = inst.operands[0]
@@ -112,22 +108,20 @@ def analyze_instructions(root, order, seeds=()) -> tuple[RowNorm | None, str]:
 
 def fusion_backend_kind(inst) -> str | None:
     """``backend_config.fusion_backend_config.kind`` of a fusion (None when absent)."""
-    raw = inst.attrs.get("backend_config", "")
-    if not raw or "fusion_backend_config" not in raw:
+    if "fusion_backend_config" not in inst.attrs.get("backend_config", ""):
         return None
-    try:
-        cfg = json.loads(raw)
-    except ValueError:
-        return None
-    fbc = cfg.get("fusion_backend_config") if isinstance(cfg, dict) else None
-    return fbc.get("kind") if isinstance(fbc, dict) else None
+    return fusion_backend_config(inst).get("kind")
+
+
+def is_triton_norm_fusion(inst) -> bool:
+    """A ``__triton`` kCustom fusion (what ``softmax-rewriter-triton`` forms)."""
+    return inst.opcode == "fusion" and inst.attrs.get("kind") == "kCustom" and \
+        fusion_backend_kind(inst) == TRITON_FUSION_KIND
 
 
 def row_norm_of(inst) -> RowNorm | None:
     """The structure of a ``__triton`` kCustom fusion that is a row normalisation."""
-    if inst.opcode != "fusion" or inst.attrs.get("kind") != "kCustom":
-        return None
-    if fusion_backend_kind(inst) != TRITON_FUSION_KIND:
+    if not is_triton_norm_fusion(inst):
         return None
     rn, _ = analyze(inst.fused_computation)
     return rn

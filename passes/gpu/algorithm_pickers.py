@@ -30,7 +30,8 @@ import numpy as np
 
 from hlo_opt.autotune import AutotuneError, session_for
 from hlo_opt.autotune.tuner import NoUsableCandidate
-from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, TileConfig, is_triton_gemm_fusion
+from hlo_opt.codegen.gemm_fusion import (DEFAULT_TILE, TileConfig, is_triton_gemm_fusion,
+                                         set_tile_config)
 from hlo_opt.ir.shape import Shape
 
 from ._computations import nonfusion_computations
@@ -81,16 +82,6 @@ class _AlgorithmPicker:
 TRITON_PREFIX = "triton:"
 
 
-def _set_tile(fusion, tile_json: dict) -> bool:
-    config = read_config(fusion)
-    fbc = config.setdefault("fusion_backend_config", {})
-    if fbc.get("triton_gemm_config") == tile_json:
-        return False
-    fbc["triton_gemm_config"] = tile_json
-    write_config(fusion, config)
-    return True
-
-
 def _tune_gemm_fusions(module, session) -> bool:
     """Gemm fusions (``__triton_gemm``) get a tile configuration, as XLA's
     GemmFusionAutotuner: without measuring (level 0, no session, a provider without
@@ -107,7 +98,7 @@ def _tune_gemm_fusions(module, session) -> bool:
     changed = False
     for f in fusions:
         if f not in measured and "triton_gemm_config" not in f.attrs.get("backend_config", ""):
-            changed |= _set_tile(f, DEFAULT_TILE.to_json())
+            changed |= set_tile_config(f, DEFAULT_TILE)
     if measured:
         session.begin(len(measured))
     for f in measured:
@@ -115,14 +106,14 @@ def _tune_gemm_fusions(module, session) -> bool:
             result = session.autotune(f)
         except NoUsableCandidate as e:
             session.warn(f"No tile configuration of %{f.name} passed: {e}")
-            changed |= _set_tile(f, DEFAULT_TILE.to_json())
+            changed |= set_tile_config(f, DEFAULT_TILE)
             continue
         name = result.key.get("name", "") if result.key is not None else ""
         if not name.startswith(TRITON_PREFIX):
             continue
         fields = dict(item.split("=") for item in name[len(TRITON_PREFIX):].split(",") if item)
         tile = TileConfig(**{k: int(v) for k, v in fields.items()})
-        changed |= _set_tile(f, tile.to_json())
+        changed |= set_tile_config(f, tile)
     return changed
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from hlo_opt.codegen.gemm_fusion import TRITON_GEMM_KIND, is_triton_gemm_fusion  # noqa: F401
+from hlo_opt.codegen.gemm_fusion import TRITON_GEMM_KIND
 from hlo_opt.ir.computation import Computation
 from hlo_opt.rewrite.fusion import clone_into
 from hlo_opt.rewrite.graph import add_computation, replace_and_remove_dead
@@ -97,7 +97,7 @@ class GemmFusion:
         if not device.is_at_least_ampere:
             return False
         threshold = options.xla_gpu_gemm_rewrite_size_threshold
-        any_gemm = getattr(options, "xla_gpu_triton_gemm_any", False)
+        any_gemm = options.xla_gpu_triton_gemm_any
         changed = False
         for comp in nonfusion_computations(module):
             for dot in comp.post_order():

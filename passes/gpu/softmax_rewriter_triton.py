@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import json
 
+from hlo_opt.analysis.layout import has_default_layout
 from hlo_opt.codegen.row_norm import (TRITON_FUSION_KIND, analyze, analyze_instructions,
-                                      fusion_backend_kind)
+                                      is_triton_norm_fusion)
 from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion
 from hlo_opt.rewrite.graph import fusible_computations, rename_computation
@@ -55,10 +56,7 @@ _UNSUPPORTED_ELEMENTWISE = frozenset({"rng", "stochastic-convert", "reduce-preci
 
 
 def _default_layout(shape) -> bool:
-    if not shape.is_array():
-        return False
-    return list(shape.effective_layout().minor_to_major) == \
-        list(range(shape.rank - 1, -1, -1))
+    return shape.is_array() and has_default_layout(shape)
 
 
 def _supported_type(inst) -> bool:
@@ -245,8 +243,7 @@ def _diamond_members(root, producer) -> list:
     return order
 
 
-def _fuse_diamond(comp, root, producer):
-    members = _diamond_members(root, producer)
+def _fuse_diamond(comp, root, members):
     fusion = create_fusion(comp, root, "kCustom", name="triton_softmax", move=True)
     # the rest, consumers first: each absorbed value is then used only inside
     for inst in reversed(members[:-1]):
@@ -255,11 +252,6 @@ def _fuse_diamond(comp, root, producer):
     _set_backend_config(fusion)
     rename_computation(comp.module, fusion.called[0], "triton_softmax_computation")
     return fusion
-
-
-def _is_triton_norm(inst) -> bool:
-    return inst.opcode == "fusion" and inst.attrs.get("kind") == "kCustom" and \
-        fusion_backend_kind(inst) == TRITON_FUSION_KIND
 
 
 def _rows_of(inst):
@@ -271,7 +263,7 @@ def _can_take_producer(fusion, p) -> bool:
         return False
     if not p.shape.is_array() or not _default_layout(p.shape):
         return False
-    if _is_triton_norm(p):
+    if is_triton_norm_fusion(p):
         if _rows_of(p) != _rows_of(fusion) or analyze(p.fused_computation)[0] is None:
             return False
         # its reductions reach the fusion through that parameter: still one normalisation?
@@ -324,9 +316,10 @@ class SoftmaxRewriterTriton:
                 if root.parent is not comp:
                     continue
                 # XLA's CanSymbolicTileAnalysisTileDiamond: one row per block must work
-                if analyze_instructions(root, _diamond_members(root, producer))[0] is None:
+                members = _diamond_members(root, producer)
+                if analyze_instructions(root, members)[0] is None:
                     continue
-                fusions.append(_fuse_diamond(comp, root, producer))
+                fusions.append(_fuse_diamond(comp, root, members))
                 changed = True
             for f in fusions:
                 if f.parent is comp:

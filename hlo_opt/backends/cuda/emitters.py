@@ -34,7 +34,7 @@ from .renderer import CTYPE, STORAGE, Block, check_type, from_storage, to_storag
 INT32_MAX = (1 << 31) - 1
 
 # kind -> emitter(KernelEmitter) -> KernelSource, for kinds emitted by modules of their own
-# (they register themselves: ``row_norm.py``)
+# (they register themselves: ``row_norm.py``, ``gemm_fusion_kernel.py``)
 KIND_EMITTERS: dict = {}
 
 

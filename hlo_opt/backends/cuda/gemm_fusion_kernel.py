@@ -19,9 +19,9 @@ from __future__ import annotations
 from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter
 from ...codegen.expr import var
-from ...codegen.gemm_fusion import DEFAULT_TILE, TileConfig, analyze, grid_of
+from ...codegen.gemm_fusion import DEFAULT_TILE, analyze, grid_of, tile_config_of
 from ...errors import UnsupportedError
-from .emitters import KernelEmitter, KernelSource, c_name
+from .emitters import KIND_EMITTERS, KernelBlock, KernelSource, c_name
 from .renderer import CTYPE, rounded
 
 
@@ -29,18 +29,18 @@ def _operand_index(shape, roles, names):
     return tuple(names[roles[d]] for d in range(shape.rank))
 
 
-def emit_gemm_fusion(kernel, names: set, device, tile: TileConfig | None = None
-                     ) -> KernelSource:
-    """One KernelSource for the gemm fusion of plan step ``kernel`` (kind
-    ``triton_gemm``); UnsupportedError when the fusion is not one it can generate."""
-    tile = tile or DEFAULT_TILE
+def emit_gemm_fusion(ke) -> KernelSource:
+    """One KernelSource for the gemm fusion of ``ke`` (the KernelEmitter of a plan step of
+    kind ``triton_gemm``), tiled by the fusion's ``triton_gemm_config`` or XLA's default;
+    UnsupportedError when the fusion is not one it can generate."""
+    kernel = ke.k
+    tile = tile_config_of(kernel.instruction) or DEFAULT_TILE
     tt = tile.thread_tile()
     if tt is None:
         raise UnsupportedError(f"cuda: tile {tile} does not divide among its threads")
     spec = analyze(kernel.instruction)
     if spec is None or len(kernel.outputs) != 1:
         raise UnsupportedError("cuda: gemm fusion this emitter does not take")
-    ke = KernelEmitter(kernel, names, device)
     narrow = ke._narrow()
     dot = spec.dot
     for o in dot.operands:
@@ -53,7 +53,6 @@ def emit_gemm_fusion(kernel, names: set, device, tile: TileConfig | None = None
     em = ElementalEmitter(kernel.input_map)
 
     def block(indent):
-        from .emitters import KernelBlock
         blk = KernelBlock(ke._load, narrow, indent=indent)
         blk.bindings.update({"GB": "GB", "GM": "GM", "GN": "GN", "GK": "GK", "ACC": "ACC"})
         return blk
@@ -71,7 +70,7 @@ def emit_gemm_fusion(kernel, names: set, device, tile: TileConfig | None = None
     lin = e_blk.value(ix.linear_index(root.shape, out_idx))
     ke._store(e_blk, 0, lin, out_code)
 
-    name = c_name(kernel.name, names)
+    name = c_name(kernel.name, ke.names)
     params, decl = ke._signature(name, [0])
     bm, bn, bk, threads = tile.block_m, tile.block_n, tile.block_k, tile.threads
     tm, tn = tt
@@ -144,3 +143,6 @@ def emit_gemm_fusion(kernel, names: set, device, tile: TileConfig | None = None
                       True, moved)
     ks.extra["tile"] = tile
     return ks
+
+
+KIND_EMITTERS["triton_gemm"] = emit_gemm_fusion

@@ -71,7 +71,7 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
         return []
     kinds = {k.kind for k in base.kernels}
     if kinds == {"triton_gemm"}:
-        return _gemm_variants(module, device, kinds)
+        return _gemm_variants(module, device)
     default = LaunchConfig()
     configs = [default]
     if kinds & {"loop", "in_place_dynamic_update_slice", "transpose"}:
@@ -93,21 +93,18 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
     return out
 
 
-def _gemm_variants(module, device, kinds) -> list[Variant]:
+def _gemm_variants(module, device) -> list[Variant]:
     """A gemm fusion: one variant per tile candidate (``triton_gemm_config``)."""
-    import json
-    from ...codegen.gemm_fusion import TILE_CANDIDATES
+    from ...codegen.gemm_fusion import TILE_CANDIDATES, set_tile_config
     from .program import build_program
     fusion = module.entry.root
     out = []
     for tile in TILE_CANDIDATES:
-        cfg = json.loads(fusion.attrs["backend_config"])
-        cfg["fusion_backend_config"]["triton_gemm_config"] = tile.to_json()
-        fusion.attrs["backend_config"] = json.dumps(cfg, separators=(",", ":"))
+        set_tile_config(fusion, tile)
         prog = build_program(module, device)
         if prog.host_fallbacks or not prog.kernels:
             continue
-        out.append(Variant(tile, prog, sorted(kinds)))
+        out.append(Variant(tile, prog, ["triton_gemm"]))
     return out
 
 

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 
 from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall, make_plan
 from ...errors import UnsupportedError
+from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitter
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .emitters import LaunchConfig, emit_kernel
-from ...codegen.gemm_fusion import tile_config_of
-from .gemm_fusion_kernel import emit_gemm_fusion
 from .libraries import gemm_spec
 from .scatter import emit_scatter
 from .renderer import STORAGE
@@ -116,10 +115,7 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
     if isinstance(st, Kernel):
         from .launch_config import launch_config_of
         try:
-            if st.kind == "triton_gemm":
-                ks = [emit_gemm_fusion(st, names, device, tile_config_of(st.instruction))]
-            else:
-                ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
+            ks = emit_kernel(st, names, device, launch_config_of(st.instruction) or config)
         except (UnsupportedError, KeyError, ElementalUnsupported) as e:
             # an element type or op the renderer lacks (c64, f4 ...): the step runs on the
             # host, and the program says so (Program.host_fallbacks)

@@ -117,7 +117,6 @@ def emit_row_norm(ke) -> KernelSource:
     params, decl = ke._signature(name, [0])
     body = "\n".join(blk.lines)
     if mode == "warp":
-        per_block = THREADS // 32
         grid = (rows + per_block - 1) // per_block
         head = (f"  const int lane = threadIdx.x % 32;\n"
                 f"  const {it} R = ({it})blockIdx.x * {per_block} + threadIdx.x / 32;\n"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hlo_opt.api import parse_hlo
-from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, TILE_CANDIDATES, is_triton_gemm_fusion
+from hlo_opt.codegen.gemm_fusion import (DEFAULT_TILE, TILE_CANDIDATES, is_triton_gemm_fusion,
+                                         set_tile_config)
 from tests.backends.cuda.support import require_gxx, require_nvrtc
 
 MODULES = {
@@ -89,12 +90,9 @@ def _program(module, tile=None):
     from hlo_opt.backends.cuda.program import build_program
     from hlo_opt.backends.cuda.target import target_device
     if tile is not None:
-        import json
         for f in module.entry.instructions:
             if is_triton_gemm_fusion(f):
-                cfg = json.loads(f.attrs["backend_config"])
-                cfg["fusion_backend_config"]["triton_gemm_config"] = tile.to_json()
-                f.attrs["backend_config"] = json.dumps(cfg, separators=(",", ":"))
+                set_tile_config(f, tile)
     prog = build_program(module, target_device(module, None))
     assert not prog.host_fallbacks, prog.host_fallbacks
     assert any(k.kind == "triton_gemm" for k in prog.kernels)

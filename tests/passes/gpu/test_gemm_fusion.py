@@ -7,10 +7,10 @@ import functools
 
 from hlo_opt.analysis.device import DeviceInfo
 from hlo_opt.api import parse_hlo
-from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, tile_config_of
+from hlo_opt.codegen.gemm_fusion import DEFAULT_TILE, is_triton_gemm_fusion, tile_config_of
 from hlo_opt.flags import DebugOptions
 from hlo_opt.ir.config import HloModuleConfig
-from passes.gpu.gemm_fusion import GemmFusion, is_triton_gemm_fusion
+from passes.gpu.gemm_fusion import GemmFusion
 from passes.pipelines import build_pipeline
 
 from . import util
