@@ -57,7 +57,7 @@ def correctness(backend: str, paths, pipelines=(None, "gpu")) -> tuple[int, int]
                 total += 1
                 ok += r.status == "pass"
                 say(f"  {r.status.upper():8s} {os.path.basename(path):28s} [{p or 'raw':3s}] "
-                    f"{r.kernels:3d} kernels {time.perf_counter() - t:6.2f}s {r.detail[:160]}")
+                    f"{r.kernels:3d} kernels {time.perf_counter() - t:6.2f}s {r.detail[:400]}")
     return ok, total
 
 
@@ -176,6 +176,29 @@ def large_modules(scale: str):
     return out
 
 
+def _xla_name() -> str:
+    import jax
+    return "XLA:" + jax.default_backend().upper()
+
+
+def _versus_jax(r, jfn, jargs) -> str:
+    """Our result on XLA:GPU's arguments against XLA:GPU's result (XLA's bounds)."""
+    import numpy as np
+    from hlo_opt.backends.interpreter.literals import compare_results, result_shapes
+    try:
+        want = jfn(*jargs)
+        want = [np.asarray(x) for x in (want if isinstance(want, (tuple, list)) else [want])]
+        got = r.exe.run([np.asarray(a) for a in jargs])
+        shapes = result_shapes(r.module)
+        bound = 2e-2 if any(getattr(s, "element_type", "") == "bf16" for s in shapes) else 1e-3
+        rows = compare_results(got, want, shapes, bound, bound)
+        worst = max(rows, key=lambda x: x.max_abs)
+        verdict = ("==" if all(x.ok for x in rows) else "!=") + " " + _xla_name()
+        return f"{verdict} (max abs {worst.max_abs:.1e}, rel {worst.max_rel:.1e})"
+    except Exception as e:  # noqa: BLE001 - a report
+        return f"vs XLA:GPU failed: {type(e).__name__}: {str(e)[:120]}"
+
+
 def jax_time(fn, args, iters: int) -> float:
     for _ in range(3):
         r = fn(*args)
@@ -216,9 +239,10 @@ def performance(backend: str, scale: str, iters: int):
         if r.kinds == {"launch": 1}:
             bw_rows.append((name, bw / bw_copy))
         if jfn is not None:
+            line += "; " + _versus_jax(r, jfn, jargs)
             t_jax = jax_time(jfn, jargs, iters)
             ratios.append((name, t_ours / t_jax))
-            line += f"; XLA:GPU {t_jax * 1e6:9.1f} us; ours/XLA {t_ours / t_jax:5.2f}x"
+            line += f"; {_xla_name()} {t_jax * 1e6:9.1f} us; ours/XLA {t_ours / t_jax:5.2f}x"
         say(line)
         try:
             pr = r.exe.runner(profile=True)
@@ -234,7 +258,7 @@ def performance(backend: str, scale: str, iters: int):
             f"{n} {100 * x:.0f}%" for n, x in bw_rows) + " (target >= 85%)")
     if ratios:
         g = math.exp(sum(math.log(x) for _, x in ratios) / len(ratios))
-        say(f"  whole-module time ours/XLA:GPU geometric mean {g:.2f}x over {len(ratios)} "
+        say(f"  whole-module time ours/{_xla_name()} geometric mean {g:.2f}x over {len(ratios)} "
             f"modules (target <= 1.0x)")
 
 
@@ -351,6 +375,49 @@ def _event_time(dev, fn, iters):
     return tm.stop() / iters
 
 
+# ---- 6. autotuning (issue 14's figures) -------------------------------------------------------
+def autotune(backend: str, scale: str, budget_s: float = 60.0):
+    """Level-4 tuning against level 0 on the benchmark modules at ``scale`` (written to
+    files for scripts/autotune_check.py): tuned instructions, tuning time, whole-module
+    device time before and after, results file reloaded with nothing measured."""
+    import tempfile
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from autotune_check import autotune_section
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for name, m, _, _ in large_modules(scale):
+            path = os.path.join(d, name + ".hlo")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(m.to_text())
+            paths.append(path)
+        rows = autotune_section(backend, paths, say, budget_s=budget_s)
+    timed = [r for r in rows if r.get("tuned_s")]
+    if timed:
+        g = math.exp(sum(math.log(r["tuned_s"] / r["level0_s"]) for r in timed) / len(timed))
+        say(f"  tuned/level-0 whole-module time, geometric mean {g:.3f}x over {len(timed)} "
+            f"modules; tuning {sum(r['tuning_s'] for r in rows if 'tuning_s' in r):.1f} s in all")
+
+
+def environment():
+    """What the machine has: the GPU and driver, and the versions the run depends on."""
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        say("nvidia-smi: " + (r.stdout.strip() or r.stderr.strip()[:200]))
+    except Exception as e:  # noqa: BLE001
+        say(f"nvidia-smi: {type(e).__name__}")
+    from importlib import metadata
+    found = []
+    for pkg in ("numpy", "ml_dtypes", "lark", "llvmlite", "cuda-bindings", "cuda-core",
+                "cuda-pathfinder", "nvidia-cuda-nvrtc", "nvidia-cublas", "nvmath-python",
+                "nvidia-cudnn-frontend", "nvidia-cudnn-cu13", "jax", "jaxlib", "torch"):
+        try:
+            found.append(f"{pkg} {metadata.version(pkg)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{pkg} -")
+    say("packages: " + ", ".join(found))
+
+
 # ---- main ----------------------------------------------------------------------------------------
 def main(argv=None):
     ap = argparse.ArgumentParser()
@@ -364,6 +431,8 @@ def main(argv=None):
             pass
         OUT_FILE.append(ns.out)
     backend = ns.backend
+    if ns.section == "all" and backend in (None, "cuda"):
+        environment()
     if backend is None:
         try:
             from hlo_opt.backends.cuda.driver import probe
@@ -383,24 +452,29 @@ def main(argv=None):
         return 0 if ok == total else 1
     scale = "large" if backend == "cuda" else "small"
     iters = 20 if backend == "cuda" else 1
+    # (title, seconds, body) in the order they run: the figures the issues ask for first;
+    # the launch-configuration sweep only when named (--section sweep)
     sections = {
-        "samples": ("correctness: samples (raw and gpu pipeline) vs interpreter", 100,
+        "samples": ("correctness: samples (raw and gpu pipeline) vs interpreter", 60,
                     lambda: say("  => %d/%d pass" % correctness(backend, samples()))),
-        "jax": ("correctness: JAX benchmark modules (small) vs interpreter", 60,
+        "jax": ("correctness: JAX benchmark modules (small) vs interpreter", 40,
                 lambda: say("  => %d/%d pass" % correctness(backend, jax_small()))),
-        "memcheck": ("compute-sanitizer memcheck on the samples", 130,
-                     lambda: say("  " + memcheck(120))),
-        "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 150,
+        "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 100,
                         lambda: performance(backend, scale, iters)),
-        "gemm": ("bf16 gemm", 60, lambda: gemm([4096, 8192])),
-        "sweep": ("launch configurations (large modules, whole-module us)", 90,
-                  lambda: sweep(backend, scale, iters)),
+        "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
+        "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 75,
+                     lambda: autotune(backend, scale)),
+        "memcheck": ("compute-sanitizer memcheck on the samples", 90,
+                     lambda: say("  " + memcheck(85))),
     }
+    optional = {"sweep": ("launch configurations (large modules, whole-module us)", 60,
+                          lambda: sweep(backend, scale, iters))}
     if backend != "cuda":
         sections["memcheck"] = ("memcheck", 10, lambda: say(
             "  cuda-sim: every buffer access is bounds-checked (EMU_DEBUG) in the runs above"))
         del sections["gemm"]
-        del sections["sweep"]
+    if ns.section in optional:
+        sections = {**sections, **optional}
     if ns.section in sections:  # one section, in this process
         title, _, fn = sections[ns.section]
         say(f"== {title}")
