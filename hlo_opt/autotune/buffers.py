@@ -46,9 +46,8 @@ def random_fill(shape, rng_state: list[int]) -> np.ndarray:
     table = _table(shape.element_type)
     n = shape.num_elements()
     start = rng_state[0]
-    idx = (start + np.arange(n)) % _RING
     rng_state[0] = (start + n) % _RING
-    return table[idx]
+    return np.resize(np.roll(table, -start), n)  # the ring from ``start``, repeated
 
 
 def to_physical(shape, logical: np.ndarray) -> np.ndarray:
@@ -80,6 +79,7 @@ class RedzoneBuffers:
     inputs: list[Buffer] = field(default_factory=list)
     outputs: list[Buffer] = field(default_factory=list)
     compared: list[int] | None = None   # outputs checked against the reference (None: all)
+    _reinit: list | None = field(default=None, repr=False)  # reinit_outputs' contents
 
     @classmethod
     def for_shapes(cls, memory: Memory, input_shapes, output_shapes, config,
@@ -110,11 +110,15 @@ class RedzoneBuffers:
         return list(range(len(self.outputs))) if self.compared is None else self.compared
 
     def reinit_outputs(self) -> None:
-        """Level 3: the outputs get the same random contents before every candidate."""
-        rng_state = [0]
-        for s, buf in zip(self.output_shapes, self.outputs):
-            if s.byte_size():
-                buf.write(to_physical(s, random_fill(s, rng_state)))
+        """Level 3: the outputs get the same random contents before every candidate
+        (made once, written again for each)."""
+        if self._reinit is None:
+            rng_state = [0]
+            self._reinit = [to_physical(s, random_fill(s, rng_state)) if s.byte_size() else None
+                            for s in self.output_shapes]
+        for data, buf in zip(self._reinit, self.outputs):
+            if data is not None:
+                buf.write(data)
 
     def read_output(self, i: int) -> np.ndarray:
         return from_physical(self.output_shapes[i], self.outputs[i].read())
