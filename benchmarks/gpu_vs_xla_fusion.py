@@ -188,15 +188,8 @@ def count_kernels(text: str) -> dict:
 def _programs():
     """{name: () -> HLO text}, from benchmarks/jax_programs.py (imported here: only
     regenerating needs JAX)."""
-    import jax.numpy as jnp
-
     import jax_programs as jp
-    progs = {"mlp_train_step": jp.mlp_train_step,
-             "attention_f32": lambda: jp.attention(jnp.float32),
-             "attention_bf16": lambda: jp.attention(jnp.bfloat16), "layer_norm": jp.layer_norm,
-             "softmax": jp.softmax, "conv_block": jp.conv_block, "scan": jp.scan,
-             "sort_topk": jp.sort_topk, "rng": jp.rng_dropout,
-             "transformer_step": jp.transformer_step, "conditional": jp.conditional}
+    progs = jp.makers()
     return {name: (lambda m=make: jp.hlo_text(m)) for name, make in progs.items()}
 
 

@@ -164,6 +164,16 @@ def conditional():
     return f, (np.bool_(True), np.int32(1), x)
 
 
+def makers() -> dict:
+    """{name: maker} for the programs the XLA comparisons run, in their order."""
+    return {"mlp_train_step": mlp_train_step,
+            "attention_f32": lambda: attention(jnp.float32),
+            "attention_bf16": lambda: attention(jnp.bfloat16), "layer_norm": layer_norm,
+            "softmax": softmax, "conv_block": conv_block, "scan": scan,
+            "sort_topk": sort_topk, "rng": rng_dropout,
+            "transformer_step": transformer_step, "conditional": conditional}
+
+
 def hlo_text(make) -> str:
     """The HLO text JAX lowers ``make``'s program to (before XLA's passes)."""
     f, args = make()

@@ -375,6 +375,46 @@ def _event_time(dev, fn, iters):
     return tm.stop() / iters
 
 
+# ---- 5b. whole programs (the XLA comparison's JAX programs: gemms, loops, RNG, sort) ------------
+def programs(backend: str, iters: int):
+    """Each program of benchmarks/jax_programs.py, lowered by the machine's JAX: our
+    ``gpu`` pipeline on the device against XLA:GPU, outputs compared on the same
+    arguments, whole-program time side by side."""
+    import jax
+    import numpy as np
+    from hlo_opt.api import parse_hlo
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import jax_programs
+    makers = jax_programs.makers()
+    ratios = []
+    for name in makers:
+        t0 = time.perf_counter()
+        try:
+            f, args = makers[name]()
+            leaves = [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
+            jfn = jax.jit(f)
+            text = jfn.lower(*args).compiler_ir("hlo").as_hlo_text()
+            r = Resident(parse_hlo(text, f"{name}.hlo"), backend)
+            t_ours = r.time(iters)
+            flat = lambda *xs: jax.tree_util.tree_leaves(jfn(*jax.tree_util.tree_unflatten(  # noqa: E731
+                jax.tree_util.tree_structure(args), xs)))
+            t_jax = jax_time(lambda *xs: flat(*xs), leaves, iters)
+            verdict = _versus_jax(r, flat, leaves) if len(
+                r.module.entry.parameters) == len(leaves) else "(JAX dropped unused arguments)"
+        except Exception as e:  # noqa: BLE001 - a report
+            say(f"  {name:16s} ERROR {type(e).__name__}: {str(e)[:300]}")
+            continue
+        ratios.append(t_ours / t_jax)
+        other = ", ".join(f"{v} {k}" for k, v in r.kinds.items() if k != "launch")
+        say(f"  {name:16s} {r.kernels:3d} kernel(s){' + ' + other if other else ''}: ours "
+            f"{t_ours * 1e6:9.1f} us; {_xla_name()} {t_jax * 1e6:9.1f} us; ours/XLA "
+            f"{t_ours / t_jax:5.2f}x; {verdict} ({time.perf_counter() - t0:.1f}s)")
+    if ratios:
+        g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        say(f"  whole-program time ours/{_xla_name()} geometric mean {g:.2f}x over "
+            f"{len(ratios)} programs")
+
+
 # ---- 6. autotuning (issue 14's figures) -------------------------------------------------------
 def autotune(backend: str, scale: str, budget_s: float = 60.0):
     """Level-4 tuning against level 0 on the benchmark modules at ``scale`` (written to
@@ -447,7 +487,7 @@ def main(argv=None):
             backend = "cuda-sim"
             say(f"no GPU ({str(e)[:100]}): checking under cuda-sim")
     if ns.section == "samples-only":
-        ok, total = correctness(backend, samples(), pipelines=(None,))
+        ok, total = correctness(backend, samples())
         say(f"samples: {ok}/{total}")
         return 0 if ok == total else 1
     scale = "large" if backend == "cuda" else "small"
@@ -455,7 +495,7 @@ def main(argv=None):
     # (title, seconds, body) in the order they run: the figures the issues ask for first;
     # the launch-configuration sweep only when named (--section sweep)
     sections = {
-        "samples": ("correctness: samples (raw and gpu pipeline) vs interpreter", 60,
+        "samples": ("correctness: samples (raw and gpu pipeline) vs interpreter", 90,
                     lambda: say("  => %d/%d pass" % correctness(backend, samples()))),
         "jax": ("correctness: JAX benchmark modules (small) vs interpreter", 40,
                 lambda: say("  => %d/%d pass" % correctness(backend, jax_small()))),
@@ -464,8 +504,10 @@ def main(argv=None):
         "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
         "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 75,
                      lambda: autotune(backend, scale)),
-        "memcheck": ("compute-sanitizer memcheck on the samples", 90,
-                     lambda: say("  " + memcheck(85))),
+        "programs": (f"whole JAX programs vs XLA ({backend})", 80,
+                     lambda: programs(backend, iters)),
+        "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
+                     lambda: say("  " + memcheck(95))),
     }
     optional = {"sweep": ("launch configurations (large modules, whole-module us)", 60,
                           lambda: sweep(backend, scale, iters))}

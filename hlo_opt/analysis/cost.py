@@ -19,6 +19,7 @@ this is "bytes moved" in the kernel table.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 from hlo_opt.ir.instruction import Instruction
@@ -332,76 +333,67 @@ def _own_operand_utilization(inst: Instruction, i: int) -> float:
 
 
 def fused_parameter_utilization(fusion: Instruction) -> list[float]:
-    """Utilization of each fused parameter: Σ over users of user utilization x how many
-    times the user reads each element of the parameter."""
+    """Utilization of each fused parameter (:func:`fused_utilizations`)."""
     comp = fusion.fused_computation
-    util: dict[Instruction, float] = {}
-    order = comp.post_order()
-    root = comp.root
-    for inst in reversed(order):
-        if inst is root:
-            util[inst] = 1.0
-            continue
-        total = 0.0
-        for user in inst.iter_users():
-            if user is root and user.opcode == "tuple":
-                total += 1.0
-                continue
-            u = util.get(user, 0.0)
-            if u == 0.0:
-                continue
-            k = 0
-            for o in user.operands:
-                if o is inst:
-                    total += u * _own_operand_utilization(user, k)
-                k += 1
-        util[inst] = total
+    util = fused_utilizations(comp)
     return [util.get(p, 0.0) for p in comp.parameters]
 
 
-def _param_utilization(comp, param: Instruction, memo: dict) -> float:
-    """``fused_parameter_utilization(fusion)[i]`` for the one parameter ``param``: the
-    same sums in the same order (each instruction's users in their order), computed over
-    the instructions above ``param`` only (``memo`` keeps the values between calls)."""
-    v = memo.get(param)
-    if v is not None:
-        return v
+def _passes_roots_through(inst: Instruction) -> bool:
+    """Whether ``inst`` reads its operands element for element: an operand computed for
+    it is computed once for every root it reaches that way (XLA: IsElementwise, a bitcast
+    that keeps the shape, tuple, get-tuple-element)."""
+    op = inst.opcode
+    if op in ("tuple", "get-tuple-element") or inst.is_elementwise():
+        return True
+    if op == "bitcast":
+        a, b = inst.operands[0].shape, inst.shape
+        return a.dims == b.dims and a.effective_layout() == b.effective_layout()
+    return False
+
+
+def fused_utilizations(comp) -> dict:
+    """XLA's GpuHloCostAnalysis::FusionCalculateUtilizations: how many times each
+    instruction of a fused computation is computed (or, for a parameter, read) per run.
+
+    Each instruction keeps its *elementwise use roots*: the instructions whose values it
+    feeds through elementwise uses only (the root, and every operand of a non-elementwise
+    use).  A value reached several times through elementwise uses from one root is
+    computed once for it (the loop emitter reuses it), so an instruction's utilization is
+    the sum of its roots' utilizations, each counted once; a non-elementwise user adds its
+    own utilization times XLA's operand utilization, rounded up to whole elements.  The
+    roots are kept in insertion order, so the float sums are the same on every run."""
+    order = comp.post_order()
     root = comp.root
-    own = _own_operand_utilization
-    special = _UTILIZATION_OPCODES
-    stack = [param]
-    while stack:
-        inst = stack[-1]
-        if inst in memo:
-            stack.pop()
-            continue
-        if inst is root:
-            memo[inst] = 1.0
-            stack.pop()
-            continue
-        waiting = False
-        for user in inst.iter_users():
-            if user not in memo and not (user is root and user.opcode == "tuple"):
-                stack.append(user)
-                waiting = True
-        if waiting:
-            continue
-        stack.pop()
-        total = 0.0
-        for user in inst.iter_users():
-            if user is root and user.opcode == "tuple":
-                total += 1.0
+    roots: dict = {inst: {} for inst in order}
+    root_util: dict = dict.fromkeys(order, 0.0)
+    root_util[root] = 1.0
+    roots[root][root] = None
+    util: dict = {}
+    for inst in reversed(order):
+        u = 0.0
+        for r in roots[inst]:
+            u += root_util[r]
+        util[inst] = u
+        through = _passes_roots_through(inst)
+        for k, operand in enumerate(inst.operands):
+            if through:
+                roots[operand].update(roots[inst])
                 continue
-            u = memo[user]
-            if u == 0.0:
-                continue
-            k = 0
-            for o in user.operands:
-                if o is inst:
-                    total += u * (own(user, k) if user.opcode in special else 1.0)
-                k += 1
-        memo[inst] = total
-    return memo[param]
+            roots[operand][operand] = None
+            n = _elements(operand.shape) if not operand.shape.is_tuple() else sum(
+                _elements(s) for s in operand.shape.leaves())
+            cu = u * _own_operand_utilization(inst, k)
+            root_util[operand] += 0.0 if n == 0 else math.ceil(cu * n) / n
+    return util
+
+
+def _param_utilization(comp, param: Instruction, memo: dict) -> float:
+    """``fused_utilizations(comp)[param]``, the whole computation's values kept in
+    ``memo`` between calls."""
+    if not memo:
+        memo.update(fused_utilizations(comp))
+    return memo.get(param, 0.0)
 
 
 def operand_utilization(inst: Instruction, i: int) -> float:
