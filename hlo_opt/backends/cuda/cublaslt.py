@@ -1,6 +1,7 @@
-"""cuBLASLt through nvmath-python's bindings (``nvmath.bindings.cublasLt``): a row-major
-``C[M, N] = A[M, K] . B[N, K]^T`` on device pointers, the form our gemm thunks and the
-NVRTC gemm share.  Handles, descriptors and the chosen algorithm are cached per shape.
+"""cuBLASLt through nvmath-python's bindings (``nvmath.bindings.cublasLt``): the gemm
+thunks' :class:`~.gemm_plan.GemmPlan` calls on device pointers (:meth:`CublasLt.run`),
+and the row-major ``C[M, N] = A[M, K] . B[N, K]^T`` the NVRTC gemm benchmark compares
+with (:meth:`CublasLt.gemm_tn`).  Descriptors and the chosen algorithm are cached.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from .toolchain import MissingToolError
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}
+ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 COMPUTE_32F = 68
 COMPUTE_64F = 70
 OP_N, OP_T = 0, 1
@@ -36,64 +38,71 @@ class CublasLt:
         self.workspace = device.alloc(WORKSPACE)
         self.plans: dict = {}
 
-    def _plan(self, m, n, k, dtype, out_dtype, lhs_k_minor=True, rhs_k_minor=True,
-              epilogue="DEFAULT", bias=None):
-        key = (m, n, k, dtype, out_dtype, lhs_k_minor, rhs_k_minor, epilogue, bias)
-        hit = self.plans.get(key)
+    def _layout(self, dtype: str, mat, batch: int):
+        lt = self.lt
+        layout = lt.matrix_layout_create(CUDA_R[dtype], mat.rows, mat.cols, mat.ld)
+        if batch > 1:
+            A = lt.MatrixLayoutAttribute
+            count = np.array([batch], dtype=np.int32)
+            stride = np.array([mat.batch_stride], dtype=np.int64)
+            lt.matrix_layout_set_attribute(layout, A.BATCH_COUNT, count.ctypes.data, 4)
+            lt.matrix_layout_set_attribute(layout, A.STRIDED_BATCH_OFFSET, stride.ctypes.data, 8)
+        return layout
+
+    def _plan_of(self, plan):
+        """Descriptors and the heuristic's algorithm for a :class:`GemmPlan` (cached)."""
+        hit = self.plans.get(plan)
         if hit is not None:
             return hit
         lt = self.lt
-        compute = COMPUTE_64F if dtype == "f64" else COMPUTE_32F
-        scale = CUDA_R["f64" if dtype == "f64" else "f32"]
-        desc = lt.matmul_desc_create(compute, scale)
+        wide = plan.dtype == "f64"
+        desc = lt.matmul_desc_create(COMPUTE_64F if wide else COMPUTE_32F,
+                                     CUDA_R["f64" if wide else "f32"])
         A = lt.MatmulDescAttribute
-        # column-major view of the row-major product: D^T[N, M] = op(rhs) . op(lhs)
-        ta = np.array([OP_T if rhs_k_minor else OP_N], dtype=np.int32)
-        tb = np.array([OP_N if lhs_k_minor else OP_T], dtype=np.int32)
-        lt.matmul_desc_set_attribute(desc, A.TRANSA, ta.ctypes.data, 4)
-        lt.matmul_desc_set_attribute(desc, A.TRANSB, tb.ctypes.data, 4)
-        if epilogue != "DEFAULT":
-            from .libraries import CUBLASLT_EPILOGUE
-            ep = np.array([CUBLASLT_EPILOGUE[epilogue]], dtype=np.int32)
+        for attr, value in ((A.TRANSA, plan.trans_a), (A.TRANSB, plan.trans_b)):
+            v = np.array([OP_T if value else OP_N], dtype=np.int32)
+            lt.matmul_desc_set_attribute(desc, attr, v.ctypes.data, 4)
+        if plan.epilogue != "DEFAULT":
+            from .gemm_plan import CUBLASLT_EPILOGUE
+            ep = np.array([CUBLASLT_EPILOGUE[plan.epilogue]], dtype=np.int32)
             lt.matmul_desc_set_attribute(desc, A.EPILOGUE, ep.ctypes.data, 4)
-        if bias is not None:
-            bp = np.array([bias], dtype=np.uint64)
-            lt.matmul_desc_set_attribute(desc, A.BIAS_POINTER, bp.ctypes.data, 8)
-        la = lt.matrix_layout_create(CUDA_R[dtype], *((k, n, k) if rhs_k_minor else (n, k, n)))
-        lb = lt.matrix_layout_create(CUDA_R[dtype], *((k, m, k) if lhs_k_minor else (m, k, m)))
-        lc = lt.matrix_layout_create(CUDA_R[out_dtype], n, m, n)
+        la = self._layout(plan.dtype, plan.a, plan.batch)
+        lb = self._layout(plan.dtype, plan.b, plan.batch)
+        ld = self._layout(plan.out_dtype, plan.d, plan.batch)
         pref = lt.matmul_preference_create()
         ws = np.array([WORKSPACE], dtype=np.uint64)
         lt.matmul_preference_set_attribute(pref, lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES,
                                            ws.ctypes.data, 8)
         res = lt.MatmulHeuristicResult(1)
         count = np.zeros(1, dtype=np.int32)
-        lt.matmul_algo_get_heuristic(self.handle, desc, la, lb, lc, lc, pref, 1, res.ptr,
+        lt.matmul_algo_get_heuristic(self.handle, desc, la, lb, ld, ld, pref, 1, res.ptr,
                                      count.ctypes.data)
         if int(count[0]) < 1:
-            raise RuntimeError(f"cuBLASLt has no algorithm for {m}x{n}x{k} {dtype}")
-        plan = (desc, la, lb, lc, res)
-        self.plans[key] = plan
-        return plan
+            raise RuntimeError(f"cuBLASLt has no algorithm for {plan}")
+        st = np.float64 if wide else np.float32
+        hit = (desc, la, lb, ld, res, np.array([plan.alpha], dtype=st),
+               np.array([plan.beta], dtype=st))
+        self.plans[plan] = hit
+        return hit
 
-    def gemm(self, a, b, c, m, n, k, dtype, out_dtype, lhs_k_minor, rhs_k_minor,
-             alpha=1.0, epilogue="DEFAULT", bias=None) -> None:
-        """Row-major C[M, N] = act(alpha * A . B + bias), A [M, K] (or [K, M] when not
-        ``lhs_k_minor``), B [N, K] (or [K, N] when not ``rhs_k_minor``)."""
-        desc, la, lb, lc, res = self._plan(m, n, k, dtype, out_dtype, lhs_k_minor,
-                                           rhs_k_minor, epilogue, bias)
-        st = np.float64 if dtype == "f64" else np.float32
-        al = np.array([alpha], dtype=st)
-        be = np.array([0.0], dtype=st)
-        self.lt.matmul(self.handle, desc, al.ctypes.data, b, la, a, lb, be.ctypes.data,
-                       c, lc, c, lc, res.ptr, self.workspace, WORKSPACE, int(self.dev.stream))
+    def run(self, plan, a: int, b: int, c: int, d: int, bias: int | None = None) -> None:
+        """Every call of ``plan`` on device pointers (``c`` is read when beta != 0)."""
+        desc, la, lb, ld, res, al, be = self._plan_of(plan)
+        if bias is not None:
+            bp = np.array([bias], dtype=np.uint64)
+            self.lt.matmul_desc_set_attribute(desc, self.lt.MatmulDescAttribute.BIAS_POINTER,
+                                              bp.ctypes.data, 8)
+        isz, osz = ITEMSIZE[plan.dtype], ITEMSIZE[plan.out_dtype]
+        for oa, ob, od in plan.outer or ((0, 0, 0),):
+            self.lt.matmul(self.handle, desc, al.ctypes.data, a + oa * isz, la, b + ob * isz,
+                           lb, be.ctypes.data, c + od * osz, ld, d + od * osz, ld, res.ptr,
+                           self.workspace, WORKSPACE, int(self.dev.stream))
 
     def gemm_tn(self, a, b, c, m, n, k, dtype="bf16", out_dtype="f32", alpha=1.0,
-                beta=0.0, stream=None) -> None:
-        desc, la, lb, lc, res = self._plan(m, n, k, dtype, out_dtype)
-        st = np.float64 if dtype == "f64" else np.float32
-        al = np.array([alpha], dtype=st)
-        be = np.array([beta], dtype=st)
-        s = int(stream if stream is not None else self.dev.stream)
-        self.lt.matmul(self.handle, desc, al.ctypes.data, b, la, a, lb, be.ctypes.data,
-                       c, lc, c, lc, res.ptr, self.workspace, WORKSPACE, s)
+                beta=0.0) -> None:
+        """Row-major ``C[M, N] = alpha * A[M, K] . B[N, K]^T + beta * C``."""
+        from .gemm_plan import GemmPlan, Matrix
+        plan = GemmPlan(m, n, k, dtype, out_dtype, alpha, beta, "DEFAULT", True, False,
+                        Matrix(k, n, k), Matrix(k, m, k), Matrix(n, m, n), True, 1, (), None,
+                        None)
+        self.run(plan, b, a, c, c)

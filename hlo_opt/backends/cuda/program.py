@@ -24,7 +24,7 @@ from ...errors import UnsupportedError
 from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitter
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .emitters import LaunchConfig, emit_kernel
-from .libraries import gemm_spec
+from .gemm_plan import gemm_plan
 from .scatter import emit_scatter
 from .renderer import STORAGE
 
@@ -155,7 +155,7 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
                     for _, role, slot in k.params]
             return out + [Thunk("launch", st.name, st, kernel=k, args=args)]
-        spec = gemm_spec(st.instruction) if use_libraries else None
+        spec = gemm_plan(st.instruction) if use_libraries else None
         if spec is not None:
             return [Thunk("library", st.name, st, spec=spec)]
         return [Thunk("host", st.name, st)]

@@ -134,27 +134,27 @@ def test_no_driver_is_a_clear_error():
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_gemm_specs_of_the_gpu_pipeline():
-    """The cuBLAS custom calls of the samples become cuBLASLt gemms (checked on an H200:
-    the samples match the interpreter); layouts decide which operand is transposed."""
+def test_gemm_plans_of_the_gpu_pipeline():
+    """The cuBLAS custom calls of the samples become cuBLASLt gemms (their numerics:
+    test_gemm_plan.py); layouts decide which operand is transposed."""
     from hlo_opt import passes_api
     from hlo_opt.api import load
-    from hlo_opt.backends.cuda.libraries import gemm_spec
+    from hlo_opt.backends.cuda.gemm_plan import gemm_plan
     from hlo_opt.flags import DebugOptions
     # (with the Triton gemm emitter off: by default 4 of the 5 dots are gemm fusions)
     m = passes_api.optimize(load(str(SAMPLES / "mlp_train_step.hlo")),
                             DebugOptions.from_sources(["--xla_gpu_enable_triton_gemm=false"]),
                             pipeline="gpu")
-    specs = [gemm_spec(i) for c in m.computations for i in c.instructions
+    plans = [gemm_plan(i) for c in m.computations for i in c.instructions
              if i.opcode == "custom-call"]
-    specs = [s for s in specs if s is not None]
-    assert len(specs) == 5
-    assert {(s.lhs_k_minor, s.rhs_k_minor) for s in specs} == {(True, False), (True, True),
-                                                               (False, False)}
-    for s in specs:
-        assert s.m * s.n * s.k > 0 and s.epilogue in ("DEFAULT", "BIAS")
+    plans = [p for p in plans if p is not None]
+    assert len(plans) == 5
+    assert {(p.trans_a, p.trans_b) for p in plans} == {(True, False), (False, False),
+                                                       (False, True)}
+    for p in plans:
+        assert p.m * p.n * p.k > 0 and p.epilogue in ("DEFAULT", "BIAS") and p.swapped
     # cuBLASLt (the default, as XLA:GPU) takes the forward pass's bias adds as epilogues
-    assert any(s.epilogue == "BIAS" and s.bias for s in specs)
+    assert any(p.epilogue == "BIAS" and p.bias_operand == 2 for p in plans)
 
 
 @pytest.mark.parametrize("width", [2, 4])
