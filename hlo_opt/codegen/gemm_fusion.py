@@ -157,8 +157,9 @@ def analyze(fusion) -> GemmFusionSpec | None:
     m = lhs.dims[lfree[0]] if lfree else 1
     n = rhs.dims[rfree[0]] if rfree else 1
     out_roles = ["b"] * len(lb) + ["m"] * len(lfree) + ["n"] * len(rfree)
-    # the epilogue: a chain of users of one index space (the dot's), then bitcasts (the
-    # same bytes: stores go where the dot's index space puts them) up to the root
+    # the epilogue: a chain of users of one index space (the dot's dims; each value is
+    # computed per index, so its layout does not matter: the store goes by the layout of
+    # the chain's last value), then bitcasts (the same bytes) up to the root
     chain, x, tail = [], dot, False
     while x is not comp.root:
         if x.user_count != 1:
@@ -168,9 +169,7 @@ def analyze(fusion) -> GemmFusionSpec | None:
             return None
         if _is_bitcast(u):
             tail = True
-        elif tail or u.shape.dims != dot.shape.dims or \
-                u.shape.effective_layout().minor_to_major != \
-                dot.shape.effective_layout().minor_to_major:
+        elif tail or u.shape.dims != dot.shape.dims:
             return None
         else:
             chain.append(u)

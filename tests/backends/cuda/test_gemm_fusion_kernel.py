@@ -73,6 +73,18 @@ ENTRY e {
   ROOT m = f32[33,17]{0,1} multiply(d, s)
 }
 """,
+    # the epilogue stores in another layout than the dot's (mlp_train_step's weight
+    # gradients after the gpu pipeline: a row-major dot, a column-major scaled result)
+    "transposed_store": """HloModule transposed_store
+ENTRY e {
+  a = f32[40,36]{1,0} parameter(0)
+  b = f32[40,20]{1,0} parameter(1)
+  d = f32[36,20]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  c = f32[] constant(0.01)
+  bc = f32[36,20]{1,0} broadcast(c), dimensions={}
+  ROOT m = f32[36,20]{0,1} multiply(d, bc)
+}
+""",
 }
 
 
