@@ -67,6 +67,7 @@ class Runner:
         self._host_eval = None
         self._graph = None
         self._runs = 0
+        self._loop_graphs: dict = {}   # (while thunk, state addresses) -> body graph
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -212,9 +213,7 @@ class Runner:
     def _copy_root_to(self, cp, frame, dsts, shapes):
         srcs = [self.addr(sl, frame) for sl in cp.root_slices]
         sizes = [s.num_elements() * s.dtype.itemsize for s in shapes]
-        # a root leaf may be another leaf's destination (swapped state): stage through host
-        overlap = any(s != d and s in dsts for s, d in zip(srcs, dsts))
-        if overlap:
+        if self._root_overlaps(cp, frame, dsts):
             self.dev.sync()
             datas = [self.dev.download(s, n) for s, n in zip(srcs, sizes)]
             for d, data, n in zip(dsts, datas, sizes):
@@ -224,6 +223,12 @@ class Runner:
         for s, d, n in zip(srcs, dsts, sizes):
             if s != d and n:
                 self.dev.copy(d, s, n)
+
+    def _root_overlaps(self, cp, frame, dsts) -> bool:
+        """A root leaf is another leaf's destination (swapped state): the copy back then
+        stages through the host."""
+        srcs = [self.addr(sl, frame) for sl in cp.root_slices]
+        return any(s != d and s in dsts for s, d in zip(srcs, dsts))
 
     def _while(self, t, frame):
         st = t.step
@@ -240,6 +245,12 @@ class Runner:
             if src != d and n:
                 self.dev.copy(d, src, n)
         f = self._callee_frame(None, [state])
+        trips = known_trip_count(inst)
+        if trips is not None:  # XLA's WhileThunk with a trip count: no condition runs
+            step = self._loop_body(t, body, f, state, shapes)
+            for _ in range(trips):
+                step()
+            return
         while True:
             self.run_computation(cond, f)
             (pred,) = self._read_values(cond.root_slices, [cond.plan.root_values[0].shape], f)
@@ -247,6 +258,28 @@ class Runner:
                 break
             self.run_computation(body, f)
             self._copy_root_to(body, f, state, shapes)
+
+    def _loop_body(self, t, body, f, state, shapes):
+        """One iteration of a while body (its thunks, then the root copied back into the
+        state): a CUDA graph, captured once and replayed, when the body is launches and
+        device copies only; else the thunks themselves."""
+        def plain():
+            self.run_computation(body, f)
+            self._copy_root_to(body, f, state, shapes)
+        if self.profile or not hasattr(self.dev, "begin_capture") or \
+                any(x.kind not in ("launch", "copy") for x in body.thunks) or \
+                self._root_overlaps(body, f, state):
+            return plain
+        key = (id(t), tuple(state))
+        graph = self._loop_graphs.get(key)
+        if graph is None:
+            self.dev.begin_capture()
+            try:
+                plain()
+            finally:
+                graph = self.dev.end_capture()
+            self._loop_graphs[key] = graph
+        return lambda: self.dev.launch_graph(graph)
 
     def _split_operands(self, inst, slices, start):
         out, k = [], 0
@@ -295,6 +328,19 @@ class Runner:
                 for (n, k), v in self.times.items()]
         rows.sort(key=lambda r: -r["share"])
         return rows
+
+
+def known_trip_count(inst) -> int | None:
+    """``known_trip_count.n`` of a while's backend_config (while-loop-trip-count-annotator)."""
+    from ..interpreter.ops_custom_call import backend_config
+    try:
+        n = backend_config(inst).get("known_trip_count", {}).get("n")
+    except Exception:  # noqa: BLE001 - no or unreadable config: the condition decides
+        return None
+    try:
+        return int(n) if n is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _flatten(v):
