@@ -1,12 +1,12 @@
 """The CUDA backend's autotuning candidates on a real device: launch configurations of
 the generated kernels (all variants of one fusion in one NVRTC module, launched through
-the driver straight on the tuner's redzone-guarded device buffers), timed with CUDA
-events after a warm-up launch.
+the driver straight on the tuner's redzone-guarded device buffers) and, for the cuBLAS
+gemm custom calls, the algorithms cuBLASLt's heuristic offers (XLA's gemm-algorithm-
+picker; ``selected_algorithm`` is the index into that list), timed with CUDA events
+after a warm-up launch.
 
-Gemm and convolution calls are not offered yet: the backend runs them on the host until
-its cuBLASLt / cuDNN paths land (``libraries.gemm_spec``), so the pickers leave them
-alone on this provider.  Without a driver or device, :func:`autotune_provider` returns
-None and the caller compiles deviceless.
+Convolutions are not offered yet (the backend has no cuDNN path).  Without a driver or
+device, :func:`autotune_provider` returns None and the caller compiles deviceless.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class CudaProvider:
         self._variants: dict = {}
         self._keep: list = []
         self._constants = constants_in(self.memory, self._keep)
+        self._lt = None
 
     def device_key(self) -> str:
         d = self.device_info
@@ -40,9 +41,31 @@ class CudaProvider:
     def kind_of(self, inst) -> str | None:
         if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
             return "fusion"
+        if inst.opcode == "custom-call" and self._gemm(inst) is not None:
+            return "gemm"
         return None
 
+    def _gemm(self, inst):
+        """(cuBLASLt, the call's GemmPlan) when cuBLASLt can run it, else None."""
+        from .gemm_plan import gemm_plan
+        plan = gemm_plan(inst)
+        if plan is None:
+            return None
+        if self._lt is None:
+            try:
+                from .cublaslt import CublasLt
+                self._lt = CublasLt(self.dev)
+            except Exception:  # noqa: BLE001 - no nvmath-python / cuBLAS: nothing to tune
+                self._lt = False
+        return (self._lt, plan) if self._lt else None
+
     def candidates(self, inst) -> list:
+        if inst.opcode == "custom-call":
+            lt, plan = self._gemm(inst)
+            return [GemmCandidate(lt, plan, i) for i in range(lt.algorithm_count(plan))]
+        return self._launch_candidates(inst)
+
+    def _launch_candidates(self, inst) -> list:
         from .compiler import compile_cuda
         from .driver import CudaDriverError
         from .program import prelude
@@ -75,6 +98,33 @@ class CudaProvider:
             if old != float("inf") and abs(dt - old) / max(old, 1e-12) < threshold:
                 break
         return best
+
+
+class GemmCandidate:
+    """cuBLASLt's ``index``-th heuristic algorithm for a gemm call, on the tuner's buffers
+    (inputs: the call's operands; outputs: its value, then the workspace)."""
+
+    scratch_bytes = 0   # cuBLASLt's workspace is its own
+
+    def __init__(self, lt, plan, index: int):
+        import dataclasses
+        from ...autotune.results import CandidateKey
+        self.lt = lt
+        self.plan = dataclasses.replace(plan, algorithm=index)
+        self.key = CandidateKey.gemm(index)
+        self.name = f"cublaslt-algorithm-{index}"
+
+    def run(self, inputs, outputs, scratch) -> None:
+        from ...autotune.candidates import CandidateError
+        p = self.plan
+        ia, ib = p.operands
+        out = outputs[0].address
+        try:
+            self.lt.run(p, inputs[ia].address, inputs[ib].address,
+                        inputs[p.c_operand].address if p.c_operand is not None else out, out,
+                        inputs[p.bias_operand].address if p.bias_operand is not None else None)
+        except Exception as e:  # noqa: BLE001 - cuBLAS refused this algorithm here
+            raise CandidateError(f"{self.name}: {type(e).__name__}: {e}") from None
 
 
 def autotune_provider(options=None):

@@ -5,6 +5,7 @@ with (:meth:`CublasLt.gemm_tn`).  Descriptors and the chosen algorithm are cache
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -17,6 +18,7 @@ COMPUTE_32F = 68
 COMPUTE_64F = 70
 OP_N, OP_T = 0, 1
 WORKSPACE = 32 << 20
+MAX_ALGORITHMS = 8
 
 
 @functools.cache
@@ -50,7 +52,9 @@ class CublasLt:
         return layout
 
     def _plan_of(self, plan):
-        """Descriptors and the heuristic's algorithm for a :class:`GemmPlan` (cached)."""
+        """Descriptors and the heuristic's algorithms (up to ``MAX_ALGORITHMS``, best
+        first) for a :class:`GemmPlan`, whatever its selected algorithm (cached)."""
+        plan = dataclasses.replace(plan, algorithm=-1)
         hit = self.plans.get(plan)
         if hit is not None:
             return hit
@@ -73,21 +77,28 @@ class CublasLt:
         ws = np.array([WORKSPACE], dtype=np.uint64)
         lt.matmul_preference_set_attribute(pref, lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES,
                                            ws.ctypes.data, 8)
-        res = lt.MatmulHeuristicResult(1)
+        res = lt.MatmulHeuristicResult(MAX_ALGORITHMS)
         count = np.zeros(1, dtype=np.int32)
-        lt.matmul_algo_get_heuristic(self.handle, desc, la, lb, ld, ld, pref, 1, res.ptr,
-                                     count.ctypes.data)
+        lt.matmul_algo_get_heuristic(self.handle, desc, la, lb, ld, ld, pref, MAX_ALGORITHMS,
+                                     res.ptr, count.ctypes.data)
         if int(count[0]) < 1:
             raise RuntimeError(f"cuBLASLt has no algorithm for {plan}")
         st = np.float64 if wide else np.float32
-        hit = (desc, la, lb, ld, res, np.array([plan.alpha], dtype=st),
+        algos = [res[i].ptr for i in range(int(count[0]))]
+        hit = (desc, la, lb, ld, (res, algos), np.array([plan.alpha], dtype=st),
                np.array([plan.beta], dtype=st))
         self.plans[plan] = hit
         return hit
 
+    def algorithm_count(self, plan) -> int:
+        """How many algorithms cuBLASLt's heuristic offers for ``plan`` (the autotuner's
+        gemm candidates, index 0 its own choice)."""
+        return len(self._plan_of(plan)[4][1])
+
     def run(self, plan, a: int, b: int, c: int, d: int, bias: int | None = None) -> None:
         """Every call of ``plan`` on device pointers (``c`` is read when beta != 0)."""
-        desc, la, lb, ld, res, al, be = self._plan_of(plan)
+        desc, la, lb, ld, (_, algos), al, be = self._plan_of(plan)
+        algo = algos[plan.algorithm] if 0 <= plan.algorithm < len(algos) else algos[0]
         if bias is not None:
             bp = np.array([bias], dtype=np.uint64)
             self.lt.matmul_desc_set_attribute(desc, self.lt.MatmulDescAttribute.BIAS_POINTER,
@@ -95,7 +106,7 @@ class CublasLt:
         isz, osz = ITEMSIZE[plan.dtype], ITEMSIZE[plan.out_dtype]
         for oa, ob, od in plan.outer or ((0, 0, 0),):
             self.lt.matmul(self.handle, desc, al.ctypes.data, a + oa * isz, la, b + ob * isz,
-                           lb, be.ctypes.data, c + od * osz, ld, d + od * osz, ld, res.ptr,
+                           lb, be.ctypes.data, c + od * osz, ld, d + od * osz, ld, algo,
                            self.workspace, WORKSPACE, int(self.dev.stream))
 
     def gemm_tn(self, a, b, c, m, n, k, dtype="bf16", out_dtype="f32", alpha=1.0,

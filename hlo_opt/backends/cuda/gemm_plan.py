@@ -55,6 +55,8 @@ class GemmPlan:
     outer: tuple                 # (A, B, D) element offsets of each call
     c_operand: int | None        # operand index of C (beta != 0)
     bias_operand: int | None     # operand index of the bias vector
+    algorithm: int = -1          # the autotuner's selected_algorithm: an index into
+    #                              cuBLASLt's heuristic list (-1: its first)
 
     @property
     def operands(self) -> tuple[int, int]:
@@ -67,7 +69,7 @@ def gemm_plan(inst) -> GemmPlan | None:
     dims = _dot_dims(inst)
     if dims is None:
         return None
-    lc, rc, lb, rb, alpha, beta, epilogue = dims
+    lc, rc, lb, rb, alpha, beta, epilogue, algorithm = dims
     ops = inst.operands
     lhs, rhs = ops[0].shape, ops[1].shape
     out = inst.shape.tuple_shapes[0] if inst.shape.is_tuple() else inst.shape
@@ -143,16 +145,17 @@ def gemm_plan(inst) -> GemmPlan | None:
     return GemmPlan(m, n, k, dt, odt, alpha, beta, epilogue, ta, tb,
                     Matrix(ar, ac, ald, inner[1]), Matrix(br, bc, bld, inner[2]),
                     Matrix(d[0], d[1], d[2], inner[3]), swapped, inner[0], outer,
-                    c_operand, bias_operand)
+                    c_operand, bias_operand, algorithm)
 
 
 def _dot_dims(inst):
-    """(lhs contracting, rhs contracting, lhs batch, rhs batch, alpha, beta, epilogue)."""
+    """(lhs contracting, rhs contracting, lhs batch, rhs batch, alpha, beta, epilogue,
+    selected algorithm)."""
     if inst.opcode == "dot":
         return (list(inst.attr("lhs_contracting_dims", ())),
                 list(inst.attr("rhs_contracting_dims", ())),
                 list(inst.attr("lhs_batch_dims", ())), list(inst.attr("rhs_batch_dims", ())),
-                1.0, 0.0, "DEFAULT")
+                1.0, 0.0, "DEFAULT", -1)
     if inst.opcode != "custom-call" or \
             inst.attrs.get("custom_call_target", "").strip('"') not in GEMM_TARGETS:
         return None
@@ -171,7 +174,8 @@ def _dot_dims(inst):
     ints = lambda key: [int(v) for v in d.get(key) or []]  # noqa: E731
     return (ints("lhs_contracting_dimensions"), ints("rhs_contracting_dimensions"),
             ints("lhs_batch_dimensions"), ints("rhs_batch_dimensions"),
-            float(cfg.get("alpha_real", 1) or 1), float(cfg.get("beta", 0) or 0), epilogue)
+            float(cfg.get("alpha_real", 1) or 1), float(cfg.get("beta", 0) or 0), epilogue,
+            int(cfg.get("selected_algorithm", -1) or -1))
 
 
 def _strides(shape) -> list[int]:

@@ -202,3 +202,34 @@ def test_pipeline_gemms_all_planned(path):
             np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=2e-2)
         else:
             check(inst)
+
+
+def test_autotune_gemm_candidates_pass_the_plans_operands():
+    """The CUDA provider's cuBLASLt algorithm candidates hand cuBLASLt the tuner's buffers
+    in the plan's roles (A/B swapped for a row-major output, C, bias) and the algorithm
+    index; a cuBLAS error disqualifies the candidate."""
+    from types import SimpleNamespace
+
+    from hlo_opt.autotune.candidates import CandidateError
+    from hlo_opt.backends.cuda.autotune import GemmCandidate
+
+    class FakeLt:
+        def __init__(self, fail=False):
+            self.calls, self.fail = [], fail
+
+        def run(self, plan, a, b, c, d, bias):
+            if self.fail:
+                raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
+            self.calls.append((plan.algorithm, a, b, c, d, bias))
+
+    inst = gemm_call("f32[6,5]{1,0}", "f32[5,4]{1,0}", "f32[6,4]{1,0}", dnums([1], [0]),
+                     beta=1, epilogue="BIAS", extra=[("c", "f32[6,4]{1,0}"),
+                                                     ("bias", "f32[4]{0}")])
+    plan = gemm_plan(inst)
+    buf = lambda a: SimpleNamespace(address=a)  # noqa: E731
+    lt = FakeLt()
+    GemmCandidate(lt, plan, 3).run([buf(100), buf(200), buf(300), buf(400)],
+                                   [buf(500), buf(600)], None)
+    assert lt.calls == [(3, 200, 100, 300, 500, 400)]
+    with pytest.raises(CandidateError, match="NOT_SUPPORTED"):
+        GemmCandidate(FakeLt(fail=True), plan, 0).run([buf(1)] * 4, [buf(2)] * 2, None)
