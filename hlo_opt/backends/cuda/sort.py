@@ -35,7 +35,7 @@ from ...errors import UnsupportedError
 from .emitters import KernelBlock, KernelSource, c_name
 from .renderer import BITS, CTYPE, STORAGE, Block, check_type, from_storage, to_storage
 
-MAX_THREADS = 1024
+MAX_THREADS = 512
 SCRATCH_BYTES = 64 << 20       # global staging of all blocks in flight (long rows)
 MAX_ROW_BYTES = 1 << 30        # a longer row runs on the host
 
@@ -176,6 +176,7 @@ def emit_sort(step, names: set, device):
     lines += [
         f"    for (int kk = 2; kk <= {p2}; kk <<= 1) {{",
         "      for (int jj = kk >> 1; jj > 0; jj >>= 1) {",
+        "        #pragma unroll 1",
         f"        for (int t = threadIdx.x; t < {p2 // 2}; t += {threads}) {{",
         "          const int lo = ((t & ~(jj - 1)) << 1) | (t & (jj - 1)), hi = lo + jj;",
         "          const int a = sidx[lo], b = sidx[hi];",
