@@ -280,17 +280,22 @@ def _reducer_exprs(em, comp, n, dtypes):
     """The combiner of a reduce-like op as expressions over acc<i>/x<i> vars."""
     accs = tuple(f"acc{k}" for k in range(n))
     xs = tuple(f"x{k}" for k in range(n))
-    params = {p.parameter_number: p for p in comp.parameters}
+    outs = computation_exprs(comp, [(a, dt) for a, dt in zip(accs, dtypes)]
+                             + [(x, dt) for x, dt in zip(xs, dtypes)])
+    return outs, accs, xs
+
+
+def computation_exprs(comp, params) -> tuple:
+    """The results of a scalar computation (a reducer, a sort comparator) as expressions
+    over vars: ``params[k]`` is the ``(name, dtype)`` of parameter number ``k``."""
+    by_number = {p.parameter_number: p for p in comp.parameters}
     sub = ElementalEmitter({})
-    for k in range(n):
-        sub._memo[(params[k], 0, ())] = var(accs[k], dtypes[k])
-        sub._memo[(params[n + k], 0, ())] = var(xs[k], dtypes[k])
+    for k, (name, dtype) in enumerate(params):
+        sub._memo[(by_number[k], 0, ())] = var(name, dtype)
     root = comp.root
     if root.opcode == "tuple":
-        outs = tuple(sub.value(r, ()) for r in root.operands)
-    else:
-        outs = (sub.value(root, ()),)
-    return outs, accs, xs
+        return tuple(sub.value(r, ()) for r in root.operands)
+    return (sub.value(root, ()),)
 
 
 def _reduce(em, inst, idx, leaf):

@@ -10,8 +10,9 @@ Thunk kinds (XLA's thunks, in spirit):
 * ``Launch``: one kernel, its arguments as buffer slices;
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
 * ``Library``: a call into a library: ``gemm`` (cuBLASLt, or our NVRTC gemm kernel) ...;
-* ``HostCall``: an instruction no kernel or library covers yet (sort, scatter, gather,
-  rng-bit-generator, fft ...), run by the interpreter on the host between device work;
+* ``HostCall``: an instruction no kernel or library covers yet (gather,
+  rng-bit-generator, fft ...; sort / topk and scatter have kernels: ``sort.py``,
+  ``scatter.py``), run by the interpreter on the host between device work;
 * ``While`` / ``Conditional`` / ``Call``: host control flow around device thunks, reading
   the predicate back (XLA's ``WhileThunk``).
 """
@@ -26,6 +27,7 @@ from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .emitters import LaunchConfig, emit_kernel
 from .gemm_plan import gemm_plan
 from .scatter import emit_scatter
+from .sort import emit_sort
 from .renderer import STORAGE
 
 PRELUDE_NAME = "prelude.cuh"
@@ -152,14 +154,26 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
                                                             st.input_slices[base]],
                                  nbytes=st.output_slices[0].size))
-            args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
-                    for _, role, slot in k.params]
-            return out + [Thunk("launch", st.name, st, kernel=k, args=args)]
+            return out + [_launch(st, k)]
+        try:
+            so = emit_sort(st, names, device)
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+            fallbacks.append((st.name, str(e)))
+            so = None
+        if so is not None:
+            kernels.append(so)
+            return [_launch(st, so)]
         spec = gemm_plan(st.instruction) if use_libraries else None
         if spec is not None:
             return [Thunk("library", st.name, st, spec=spec)]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")
+
+
+def _launch(st, k) -> Thunk:
+    args = [st.input_slices[slot] if role == "in" else st.output_slices[slot]
+            for _, role, slot in k.params]
+    return Thunk("launch", st.name, st, kernel=k, args=args)
 
 
 def storage_ctype(dtype: str) -> str:

@@ -1,0 +1,231 @@
+"""Sort and top-k as CUDA kernels (``hlo_opt/backends/cuda/sort.py``): every module's sort
+/ topk step is a launch (no host thunk), runs under cuda-sim bitwise equal to the
+interpreter (sort is exact), and every kernel compiles with NVRTC for sm_80 and sm_90
+and passes ptxas.  Rows of 5000 elements take the global-memory (scratch) path."""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+
+from tests.backends.cuda.support import require_gxx, require_nvrtc, require_ptxas
+
+LT = "ROOT c = pred[] compare(p0, p1), direction=LT"
+GT = "ROOT c = pred[] compare(p0, p1), direction=GT"
+# what JAX writes for jnp.sort of floats: NaNs canonicalised, -0 -> +0, a total order
+JAX_NAN = """ne0 = pred[] compare(p0, p0), direction=NE
+  nan = {t}[] constant(nan)
+  zero = {t}[] constant(0)
+  eq0 = pred[] compare(p0, zero), direction=EQ
+  s0 = {t}[] select(eq0, zero, p0)
+  c0 = {t}[] select(ne0, nan, s0)
+  ne1 = pred[] compare(p1, p1), direction=NE
+  eq1 = pred[] compare(p1, zero), direction=EQ
+  s1 = {t}[] select(eq1, zero, p1)
+  c1 = {t}[] select(ne1, nan, s1)
+  ROOT c = pred[] compare(c0, c1), direction=LT, type=TOTALORDER"""
+
+
+def _sort(name, t, dims, layout, d, root=LT, values=False, stable=True):
+    shp = f"[{','.join(map(str, dims))}]{{{','.join(map(str, layout))}}}"
+    params = f"  p0 = {t}[] parameter(0)\n  p1 = {t}[] parameter(1)\n"
+    ops, out, extra = "x", f"{t}{shp}", ""
+    if values:
+        params += "  p2 = s32[] parameter(2)\n  p3 = s32[] parameter(3)\n"
+        extra = f"  v = s32{shp} iota(), iota_dimension={d}\n"
+        ops, out = "x, v", f"({t}{shp}, s32{shp})"
+    return (f"HloModule {name}\n\ncmp {{\n{params}  {root.format(t=t)}\n}}\n\n"
+            f"ENTRY e {{\n  x = {t}{shp} parameter(0)\n{extra}"
+            f"  ROOT s = {out} sort({ops}), dimensions={{{d}}}, "
+            f"is_stable={'true' if stable else 'false'}, to_apply=cmp\n}}\n")
+
+
+def _topk(name, dims, k, largest=True, t="f32"):
+    shp = ",".join(map(str, dims))
+    ks = ",".join(map(str, list(dims[:-1]) + [k]))
+    return (f"HloModule {name}\n\nENTRY e {{\n  x = {t}[{shp}] parameter(0)\n"
+            f"  ROOT t = ({t}[{ks}], s32[{ks}]) topk(x), k={k}, "
+            f"largest={'true' if largest else 'false'}\n}}\n")
+
+
+def _topk_custom_call(name, dims, k):
+    shp = ",".join(map(str, dims))
+    ks = ",".join(map(str, list(dims[:-1]) + [k]))
+    return (f"HloModule {name}\n\ncmp {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            f"  ROOT c = pred[] compare(a, b), direction=GT\n}}\n\nENTRY e {{\n"
+            f"  x = f32[{shp}] parameter(0)\n  ROOT t = (f32[{ks}], s32[{ks}]) custom-call(x), "
+            f"custom_call_target=\"TopK\", to_apply=cmp\n}}\n")
+
+
+def cases():
+    """(id, HLO text, data: random | ties | nan, long row)."""
+    out = []
+    for n in (1, 7, 64, 1000, 5000):
+        out.append((f"f32_1d_{n}", _sort(f"s{n}", "f32", [n], [0], 0), "random", n > 4096))
+    out += [
+        ("f32_2d_minor", _sort("m", "f32", [16, 1000], [1, 0], 1), "random", False),
+        ("f32_2d_major", _sort("j", "f32", [300, 7], [1, 0], 0), "random", False),
+        ("f32_2d_layout01_dim0", _sort("l0", "f32", [300, 7], [0, 1], 0), "random", False),
+        ("f32_2d_layout01_dim1", _sort("l1", "f32", [7, 300], [0, 1], 1, GT), "ties", False),
+        ("f32_desc", _sort("dsc", "f32", [4, 64], [1, 0], 1, GT), "random", False),
+        ("f32_values", _sort("kv", "f32", [8, 1000], [1, 0], 1, values=True), "ties", False),
+        ("s32_stable_ties", _sort("st", "s32", [4, 1000], [1, 0], 1, values=True), "random",
+         False),
+        ("s32_unstable_ties", _sort("ust", "s32", [4, 333], [1, 0], 1, GT, values=True,
+                                    stable=False), "random", False),
+        ("s32_long_ties", _sort("lt", "s32", [2, 5000], [1, 0], 1, values=True), "random",
+         True),
+        ("f32_long_major", _sort("lm", "f32", [5000, 3], [1, 0], 0, GT, values=True), "ties",
+         True),
+        ("f16_ties", _sort("h", "f16", [6, 500], [1, 0], 1, values=True), "ties", False),
+        ("bf16_ties", _sort("b", "bf16", [6, 500], [1, 0], 1, GT, values=True), "ties", False),
+        ("u32", _sort("u", "u32", [3, 100], [1, 0], 1), "random", False),
+        ("s64", _sort("l", "s64", [3, 100], [1, 0], 1, GT), "random", False),
+        ("f64_nan", _sort("d", "f64", [2, 200], [1, 0], 1, JAX_NAN), "nan", False),
+        ("f32_nan_total_order", _sort("nan", "f32", [5, 257], [1, 0], 1, JAX_NAN,
+                                      values=True), "nan", False),
+        ("f32_nan_total_order_long", _sort("nanl", "f32", [4100], [0], 0, JAX_NAN), "nan",
+         True),
+        ("topk_k1", _topk("t1", [4, 64], 1), "ties", False),
+        ("topk_k5", _topk("t5", [4, 64], 5), "nan", False),
+        ("topk_kn", _topk("tn", [4, 64], 64), "ties", False),
+        ("topk_1d_smallest", _topk("ts", [1000], 5, largest=False), "nan", False),
+        ("topk_s32", _topk("ti", [3, 100], 5, t="s32"), "random", False),
+        ("topk_long", _topk("tl", [3, 5000], 5), "ties", True),
+        ("topk_custom_call", _topk_custom_call("tc", [2, 300], 4), "nan", False),
+    ]
+    return out
+
+
+IDS = [c[0] for c in cases()]
+
+
+def _arguments(module, data):
+    from hlo_opt.backends.interpreter.literals import random_arguments
+    args = random_arguments(module, seed=5)
+    if data == "random":
+        return args
+    rng = np.random.default_rng(7)
+    x = args[0]
+    v = rng.integers(-4, 4, size=x.shape).astype(np.float64) * 0.5  # many ties
+    if data == "nan":
+        special = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0])
+        pick = rng.random(x.shape) < 0.4
+        v = np.where(pick, special[rng.integers(0, len(special), size=x.shape)], v)
+    args[0] = v.astype(x.dtype)
+    return args
+
+
+@functools.cache
+def _programs():
+    from hlo_opt import parse_hlo
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.program import build_program
+    names: set = set()
+    return {cid: (parse_hlo(text), build_program(parse_hlo(text), H100, names=names))
+            for cid, text, _, _ in cases()}
+
+
+def _host_thunks(thunks) -> list:
+    out = []
+    for t in thunks:
+        if t.kind == "host":
+            out.append(t.name)
+        for c in t.callees:
+            out += _host_thunks(c.thunks)
+    return out
+
+
+@pytest.mark.parametrize("cid", IDS)
+def test_sort_is_a_kernel_not_a_host_call(cid):
+    long_row = next(c[3] for c in cases() if c[0] == cid)
+    _, prog = _programs()[cid]
+    assert not _host_thunks(prog.entry.thunks) and not prog.host_fallbacks
+    [k] = [k for k in prog.kernels if k.kind.startswith(("sort", "topk"))]
+    assert k.extra["shared"] is not long_row, k.extra
+    assert k.fibered and k.block[0] <= 1024
+
+
+@functools.cache
+def _sim():
+    from hlo_opt.backends.cuda_sim import compile_batch
+    progs = _programs()
+    return dict(zip(progs, compile_batch([p for _, p in progs.values()], parts=2)))
+
+
+def _leaves(x) -> list:
+    if isinstance(x, (tuple, list)):
+        return [y for e in x for y in _leaves(e)]
+    return [np.asarray(x)]
+
+
+@pytest.mark.parametrize("cid", IDS)
+def test_cuda_sim_matches_interpreter_bitwise(cid):
+    require_gxx()
+    from hlo_opt.backends import compile as compile_module
+    data = next(c[2] for c in cases() if c[0] == cid)
+    module, _ = _programs()[cid]
+    args = _arguments(module, data)
+    want = _leaves(compile_module(module, "interpreter").run(args))
+    got = _leaves(_sim()[cid].run(args))
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, w.dtype)
+        assert g.tobytes() == w.tobytes(), f"output {i}: {np.argwhere(g != w)[:5].tolist()}"
+
+
+PIPELINE_MODULES = ["sample_modules/sort.hlo", "benchmarks/xla_gpu_modules/sort_topk.hlo"]
+
+
+@pytest.mark.parametrize("path", PIPELINE_MODULES)
+def test_gpu_pipeline_sorts_run_on_the_device(path):
+    from pathlib import Path
+
+    from hlo_opt import passes_api, parse_hlo
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.flags import DebugOptions
+    root = Path(__file__).resolve().parents[3]
+    raw = parse_hlo((root / path).read_text())
+    opt = passes_api.optimize(raw.clone(), DebugOptions.from_sources([]), pipeline="gpu")
+    prog = build_program(opt, H100)
+    assert not _host_thunks(prog.entry.thunks) and not prog.host_fallbacks
+    assert any(k.kind.startswith(("sort", "topk")) for k in prog.kernels)
+    require_gxx()
+    from hlo_opt.backends.cuda_sim import compile_batch
+    [exe] = compile_batch([prog], parts=1)
+    r = check_executable(raw, exe, abs_bound=0.0, rel_bound=0.0)
+    assert r.status == "pass", r.detail
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    require_nvrtc()
+    from hlo_opt.backends.cuda.compiler import compile_cuda
+    from hlo_opt.backends.cuda.program import combined_source
+    src = combined_source([p for _, p in _programs().values()])
+    return {arch: compile_cuda(src, arch, name="sort.cu") for arch in ("sm_80", "sm_90")}
+
+
+def _sort_kernels() -> set:
+    return {k.name for _, p in _programs().values() for k in p.kernels
+            if k.kind.startswith(("sort", "topk"))}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvrtc_compiles_every_sort_kernel(compiled, arch):
+    entries = set(re.findall(r"^\.visible \.entry (\w+)\(", compiled[arch].ptx, re.M))
+    assert _sort_kernels() <= entries, sorted(_sort_kernels() - entries)
+    assert compiled[arch].cubin[:4] == b"\x7fELF"
+
+
+def test_ptxas_accepts_the_sort_kernels_without_spills(compiled):
+    require_ptxas()
+    from hlo_opt.backends.cuda.compiler import kernel_resources, ptxas_check
+    res = kernel_resources(ptxas_check(compiled["sm_90"].ptx, "sm_90"))
+    names = _sort_kernels()
+    assert names <= set(res)
+    assert not {k: r for k, r in res.items() if k in names and r.get("spill_stores", 0)}
