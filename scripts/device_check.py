@@ -6,6 +6,10 @@ our NVRTC kernel and cuBLASLt.  Needs no network.  Without a GPU it runs the par
 make sense under ``cuda-sim`` (so the script itself is tested on every machine).
 
     python scripts/device_check.py --out FILE [--backend cuda|cuda-sim] [--quick]
+        [--section samples|jax|performance|gemm|autotune|programs|memcheck|sweep]
+
+``--quick`` fits what is left of a device lease: no raw-pipeline run of modules over
+1,000 instructions, and smaller time budgets for the autotuning and program sections.
 """
 from __future__ import annotations
 
@@ -42,6 +46,10 @@ def jax_small():
 
 
 # ---- 1. correctness --------------------------------------------------------------------------
+QUICK: list = []   # --quick: the raw pipeline only for modules under QUICK_RAW_LIMIT
+QUICK_RAW_LIMIT = 1000     # instructions
+
+
 def correctness(backend: str, paths, pipelines=(None, "gpu")) -> tuple[int, int]:
     from hlo_opt.api import load_all
     from hlo_opt.backends.cuda.check import check_module
@@ -49,6 +57,10 @@ def correctness(backend: str, paths, pipelines=(None, "gpu")) -> tuple[int, int]
     for path in paths:
         for m in load_all(path):
             for p in pipelines:
+                size = sum(len(c.instructions) for c in m.computations)
+                if QUICK and p is None and size > QUICK_RAW_LIMIT:
+                    say(f"  SKIP {os.path.basename(path)} [raw]: --quick, {size} instructions")
+                    continue
                 t = time.perf_counter()
                 r = check_module(m, backend, pipeline=p)
                 if r.status == "skip":
@@ -70,7 +82,7 @@ def memcheck(timeout: int) -> str:
         return "compute-sanitizer not found"
     cmd = [exe, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "20",
            sys.executable, os.path.abspath(__file__), "--section", "samples-only",
-           "--out", os.devnull]
+           "--out", os.devnull] + (["--quick"] if QUICK else [])
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -377,7 +389,7 @@ def _event_time(dev, fn, iters):
 
 
 # ---- 5b. whole programs (the XLA comparison's JAX programs: gemms, loops, RNG, sort) ------------
-def programs(backend: str, iters: int):
+def programs(backend: str, iters: int, budget_s: float = 240.0):
     """Each program of benchmarks/jax_programs.py, lowered by the machine's JAX: our
     ``gpu`` pipeline on the device against XLA:GPU, outputs compared on the same
     arguments, whole-program time side by side."""
@@ -388,7 +400,11 @@ def programs(backend: str, iters: int):
     import jax_programs
     makers = jax_programs.makers()
     ratios = []
-    for name in makers:
+    start = time.perf_counter()
+    for name in sorted(makers, key=lambda n: n == "transformer_step"):  # the big one last
+        if time.perf_counter() - start > budget_s:
+            say(f"  {name:16s} left out: the section's {budget_s:.0f} s are spent")
+            continue
         t0 = time.perf_counter()
         try:
             f, args = makers[name]()
@@ -467,6 +483,8 @@ def main(argv=None):
     ap.add_argument("--section", default="all")
     ap.add_argument("--quick", action="store_true")
     ns = ap.parse_args(argv)
+    if ns.quick:
+        QUICK.append(True)
     if ns.out != os.devnull:
         with open(ns.out, "w", encoding="utf-8"):
             pass
@@ -504,9 +522,9 @@ def main(argv=None):
                         lambda: performance(backend, scale, iters)),
         "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
         "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 75,
-                     lambda: autotune(backend, scale)),
-        "programs": (f"whole JAX programs vs XLA ({backend})", 80,
-                     lambda: programs(backend, iters)),
+                     lambda: autotune(backend, scale, 40.0 if ns.quick else 60.0)),
+        "programs": (f"whole JAX programs vs XLA ({backend})", 100,
+                     lambda: programs(backend, iters, 50.0 if ns.quick else 80.0)),
         "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
                      lambda: say("  " + memcheck(95))),
     }
@@ -533,7 +551,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     for name, (title, limit, _) in sections.items():
         cmd = [sys.executable, os.path.abspath(__file__), "--section", name, "--backend",
-               backend, "--out", ns.out + ".part"]
+               backend, "--out", ns.out + ".part"] + (["--quick"] if ns.quick else [])
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
             tail = r.stderr.strip().splitlines()[-3:] if r.returncode else []
