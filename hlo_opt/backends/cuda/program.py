@@ -164,10 +164,20 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             kernels.append(so)
             return [_launch(st, so)]
         spec = gemm_plan(st.instruction) if use_libraries else None
-        if spec is not None:
-            return [Thunk("library", st.name, st, spec=spec)]
+        if spec is not None:  # args: the workspace outputs something reads (zeroed)
+            return [Thunk("library", st.name, st, spec=spec, args=[
+                sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
+                if sl.size and _leaf_read(v.inst, v.leaf)])]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")
+
+
+def _leaf_read(inst, leaf: int) -> bool:
+    """Whether anything can read tuple element ``leaf`` of ``inst``'s result."""
+    if inst.is_root:
+        return True
+    return any(u.opcode != "get-tuple-element" or u.attr("index") == leaf
+               for u in inst.iter_users())
 
 
 def _launch(st, k) -> Thunk:

@@ -87,7 +87,11 @@ def check(inst, seed=0):
     return plan
 
 
-def gemm_call(lhs, rhs, out, dnums, beta=0, epilogue="DEFAULT", extra=()):
+def gemm_call(*args, **kwargs):
+    return parse_hlo(gemm_text(*args, **kwargs)).entry.root
+
+
+def gemm_text(lhs, rhs, out, dnums, beta=0, epilogue="DEFAULT", extra=()):
     ops = ", ".join([f"{lhs} %a", f"{rhs} %b"] + [f"{s} %{n}" for n, s in extra])
     params = "\n".join(f"  %{n} = {s} parameter({i})" for i, (n, s) in enumerate(
         [("a", lhs), ("b", rhs)] + list(extra)))
@@ -98,7 +102,7 @@ ENTRY e {{
 {params}
   ROOT %g = ({out}, s8[1024]{{0}}) custom-call({ops}), custom_call_target="__cublas$lt$matmul", backend_config={cfg}
 }}"""
-    return parse_hlo(text).entry.root
+    return text
 
 
 def dnums(lc, rc, lb=(), rb=()):
@@ -233,3 +237,19 @@ def test_autotune_gemm_candidates_pass_the_plans_operands():
     assert lt.calls == [(3, 200, 100, 300, 500, 400)]
     with pytest.raises(CandidateError, match="NOT_SUPPORTED"):
         GemmCandidate(FakeLt(fail=True), plan, 0).run([buf(1)] * 4, [buf(2)] * 2, None)
+
+
+def test_workspace_zeroed_only_when_read():
+    """A gemm's workspace output is zeroed (the interpreter's value) only where something
+    can read it: not behind a get-tuple-element of the value alone (cuBLASLt's 32 MB
+    workspace per call was memset on every gemm)."""
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.backends.cuda.target import target_device
+    text = gemm_text("f32[6,5]{1,0}", "f32[5,4]{1,0}", "f32[6,4]{1,0}", dnums([1], [0]))
+    module = parse_hlo(text)
+    gte = parse_hlo(text.replace("ROOT %g = ", "%g = ").replace(
+        "\n}", "\n  ROOT %v = f32[6,4]{1,0} get-tuple-element(%g), index=0\n}"))
+    for mod, zeroed in ((module, 1), (gte, 0)):
+        prog = build_program(mod, target_device(mod, None), use_libraries=True)
+        (lib,) = [t for t in prog.entry.thunks if t.kind == "library"]
+        assert len(lib.args) == zeroed
