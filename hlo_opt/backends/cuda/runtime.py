@@ -115,8 +115,8 @@ class Runner:
         """Run the entry's thunks; a straight-line entry (launches and copies only) is
         captured into a CUDA graph on its second run and replayed after (addresses are
         stable: the arena and the argument buffers are reused)."""
-        graph_ok = (hasattr(self.dev, "begin_capture") and not self.profile
-                    and all(t.kind in ("launch", "copy") for t in entry.thunks))
+        graph_ok = hasattr(self.dev, "begin_capture") and not self.profile \
+            and self._capturable(entry.thunks)
         if not graph_ok:
             self.run_computation(entry, frame)
             return
@@ -224,6 +224,18 @@ class Runner:
             if s != d and n:
                 self.dev.copy(d, s, n)
 
+    def _capturable(self, thunks) -> bool:
+        """Whether ``thunks`` only put device work on the stream (launches, device copies,
+        cuBLASLt calls), so that a CUDA graph can hold them."""
+        for t in thunks:
+            if t.kind == "library":
+                lt = getattr(self.dev, "cublaslt", None)
+                if lt is None or lt() is None:
+                    return False
+            elif t.kind not in ("launch", "copy"):
+                return False
+        return True
+
     def _root_overlaps(self, cp, frame, dsts) -> bool:
         """A root leaf is another leaf's destination (swapped state): the copy back then
         stages through the host."""
@@ -267,8 +279,7 @@ class Runner:
             self.run_computation(body, f)
             self._copy_root_to(body, f, state, shapes)
         if self.profile or not hasattr(self.dev, "begin_capture") or \
-                any(x.kind not in ("launch", "copy") for x in body.thunks) or \
-                self._root_overlaps(body, f, state):
+                not self._capturable(body.thunks) or self._root_overlaps(body, f, state):
             return plain
         key = (id(t), tuple(state))
         graph = self._loop_graphs.get(key)
