@@ -68,6 +68,7 @@ class Runner:
         self._graph = None
         self._runs = 0
         self._loop_graphs: dict = {}   # (while thunk, state addresses) -> body graph
+        self._capture_failed = False
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -112,12 +113,10 @@ class Runner:
         return out
 
     def execute(self, entry, frame) -> None:
-        """Run the entry's thunks; a straight-line entry (launches and copies only) is
-        captured into a CUDA graph on its second run and replayed after (addresses are
-        stable: the arena and the argument buffers are reused)."""
-        graph_ok = hasattr(self.dev, "begin_capture") and not self.profile \
-            and self._capturable(entry.thunks)
-        if not graph_ok:
+        """Run the entry's thunks; a straight-line entry (launches, copies, cuBLASLt
+        calls) is captured into a CUDA graph on its second run and replayed after
+        (addresses are stable: the arena and the argument buffers are reused)."""
+        if not self._graphs_ok() or not self._capturable(entry.thunks):
             self.run_computation(entry, frame)
             return
         key = tuple(sorted(frame.params.items()))
@@ -128,13 +127,35 @@ class Runner:
         if self._runs < 2:
             self.run_computation(entry, frame)
             return
-        self.dev.begin_capture()
-        try:
+        exe = self._capture(lambda: self.run_computation(entry, frame))
+        if exe is None:
             self.run_computation(entry, frame)
-        finally:
-            exe = self.dev.end_capture()
+            return
         self._graph = (key, exe)
         self.dev.launch_graph(exe)
+
+    def _graphs_ok(self) -> bool:
+        return hasattr(self.dev, "begin_capture") and not self.profile \
+            and not self._capture_failed
+
+    def _capture(self, record):
+        """A CUDA graph of what ``record`` puts on the stream, or None when the capture
+        fails (graphs are then off for this runner; the work runs as plain thunks)."""
+        self.dev.begin_capture()
+        try:
+            record()
+        except Exception:  # noqa: BLE001 - e.g. a library call that refuses capture
+            try:
+                self.dev.end_capture()
+            except Exception:  # noqa: BLE001 - the capture was invalidated
+                pass
+            self._capture_failed = True
+            return None
+        try:
+            return self.dev.end_capture()
+        except Exception:  # noqa: BLE001
+            self._capture_failed = True
+            return None
 
     # ---- thunks ---------------------------------------------------------------------------
     def run_computation(self, cp, frame: Frame) -> None:
@@ -278,17 +299,15 @@ class Runner:
         def plain():
             self.run_computation(body, f)
             self._copy_root_to(body, f, state, shapes)
-        if self.profile or not hasattr(self.dev, "begin_capture") or \
-                not self._capturable(body.thunks) or self._root_overlaps(body, f, state):
+        if not self._graphs_ok() or not self._capturable(body.thunks) or \
+                self._root_overlaps(body, f, state):
             return plain
         key = (id(t), tuple(state))
         graph = self._loop_graphs.get(key)
         if graph is None:
-            self.dev.begin_capture()
-            try:
-                plain()
-            finally:
-                graph = self.dev.end_capture()
+            graph = self._capture(plain)
+            if graph is None:
+                return plain
             self._loop_graphs[key] = graph
         return lambda: self.dev.launch_graph(graph)
 

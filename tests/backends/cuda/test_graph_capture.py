@@ -98,3 +98,26 @@ def test_graphs_replay_the_interpreter_results(path, captures):
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
                                        rtol=1e-4, atol=1e-5)
     assert dev.captures == captures and dev.replays >= 2
+
+
+def test_a_failed_capture_falls_back_to_plain_thunks():
+    """A capture that fails (a call that refuses stream capture) turns graphs off for the
+    runner; the run still completes with the interpreter's results."""
+    require_gxx()
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda.runtime import Runner
+    from hlo_opt.backends.cuda_sim import SimExecutable
+    m = load(str(SAMPLES / "while_loop.hlo"))
+    exe = SimExecutable(m)
+    dev = _recording_device(exe.device)
+
+    def refuse(*a):  # the stream leaves capture mode; nothing recorded ran
+        dev.recording = None
+        raise RuntimeError("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+    dev.end_capture = refuse
+    runner = Runner(exe.program, dev, profile=False)
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    want = compile_module(m, "interpreter").run([x])
+    for _ in range(3):
+        np.testing.assert_array_equal(runner.run([x])[0], want[0])
+    assert runner._capture_failed
