@@ -252,6 +252,16 @@ def _delinearize_physical(shape, linear: Expr) -> tuple:
     return tuple(out)
 
 
+def step_input_map(step) -> dict:
+    """(value, 0) -> input number of a library-call step's instruction: its operands, or
+    a fusion's parameters in parameter order (the scatter and sort emitters' operands)."""
+    inst = step.instruction
+    if inst.opcode != "fusion":
+        return {(o, 0): i for i, o in enumerate(inst.operands)}
+    params = sorted(inst.fused_computation.parameters, key=lambda q: q.parameter_number)
+    return {(q, 0): i for i, q in enumerate(params)}
+
+
 def flat_roots(kernel) -> list:
     """(instruction, leaf) per output: a fusion root tuple whose operands are tuples
     themselves (a variadic reduce among the outputs) gives one entry per leaf."""

@@ -20,7 +20,7 @@ from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter, _reducer_exprs
 from ...codegen.expr import Expr
 from ...errors import UnsupportedError
-from .emitters import KernelBlock, KernelSource, c_name
+from .emitters import KernelBlock, KernelSource, c_name, step_input_map
 from .renderer import CTYPE, STORAGE, check_type, from_storage, to_storage
 
 ATOMIC_ADD = {"f32", "f64", "s32", "u32", "u64", "s64"}
@@ -35,14 +35,6 @@ def _hero(inst):
     return None
 
 
-def _input_map(step):
-    inst = step.instruction
-    if inst.opcode != "fusion":
-        return {(o, 0): i for i, o in enumerate(inst.operands)}
-    params = sorted(inst.fused_computation.parameters, key=lambda q: q.parameter_number)
-    return {(q, 0): i for i, q in enumerate(params)}
-
-
 def emit_scatter(step, names: set, device):
     """(KernelSource, input number updated in place) or None when not handled here."""
     s = _hero(step.instruction)
@@ -52,7 +44,7 @@ def emit_scatter(step, names: set, device):
         return None
     if any(o.shape.is_tuple() for o in step.instruction.operands):
         return None
-    imap = _input_map(step)
+    imap = step_input_map(step)
     base_in = imap.get((s.operands[0], 0))
     if base_in is None:  # the scattered operand must be a kernel input, updated in place
         return None

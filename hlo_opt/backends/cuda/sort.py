@@ -32,7 +32,7 @@ from ...codegen import index as ix
 from ...codegen.elemental import ElementalEmitter, computation_exprs
 from ...codegen.expr import Expr, var
 from ...errors import UnsupportedError
-from .emitters import KernelBlock, KernelSource, c_name
+from .emitters import KernelBlock, KernelSource, c_name, step_input_map
 from .renderer import BITS, CTYPE, STORAGE, Block, check_type, from_storage, to_storage
 
 MAX_THREADS = 512
@@ -48,14 +48,6 @@ def _hero(inst):
     if inst.opcode == "fusion" and inst.fused_computation.root.opcode == "sort":
         return inst.fused_computation.root
     return None
-
-
-def _input_map(step):
-    inst = step.instruction
-    if inst.opcode != "fusion":
-        return {(o, 0): i for i, o in enumerate(inst.operands)}
-    params = sorted(inst.fused_computation.parameters, key=lambda q: q.parameter_number)
-    return {(q, 0): i for i, q in enumerate(params)}
 
 
 def _spec(s, step):
@@ -144,7 +136,7 @@ def emit_sort(step, names: set, device):
     def load(num, code, dtype):
         return from_storage(dtype, f"in{num}[HLO_CHK({code}, {sizes[num]})]")
 
-    em = ElementalEmitter(_input_map(step))
+    em = ElementalEmitter(step_input_map(step))
     st = [STORAGE[o.shape.element_type] for o in ops]
     code = [_comparator(cmp_name, params, cmp),
             _less(less_name, cmp_name, params, st, n)]
