@@ -401,12 +401,13 @@ class _Nested(ElementalEmitter):
 
 def _gather(em, inst, idx, leaf):
     """XLA's gather: output batch dims walk the start indices, offset dims the slice;
-    starts are clamped so the slice stays inside the operand."""
+    starts are clamped so the slice stays inside the operand.  An operand batching dim
+    takes the index of its start-indices batching dim (and is not part of the slice)."""
     op, starts = inst.operands
-    if inst.attr("operand_batching_dims") or inst.attr("start_indices_batching_dims"):
-        raise ElementalUnsupported(inst, "gather with batching dims")
+    op_batching = list(inst.attr("operand_batching_dims") or ())
+    start_batching = list(inst.attr("start_indices_batching_dims") or ())
     offset_dims = list(inst.attr("offset_dims") or ())
-    collapsed = set(inst.attr("collapsed_slice_dims") or ())
+    collapsed = set(inst.attr("collapsed_slice_dims") or ()) | set(op_batching)
     start_map = list(inst.attr("start_index_map") or ())
     sizes = list(inst.attr("slice_sizes") or ())
     ivd = inst.attr("index_vector_dim")
@@ -425,6 +426,9 @@ def _gather(em, inst, idx, leaf):
         start_of[od] = Expr("clamp", S64, (ix.c(0), v, ix.c(op.shape.dims[od] - sizes[od])))
     window_dims = [d for d in range(op.shape.rank) if d not in collapsed]
     offs = dict(zip(window_dims, (idx[d] for d in offset_dims)))
+    start_dims = [d for d in range(srank) if d != ivd]
+    for od, sd in zip(op_batching, start_batching):
+        offs[od] = batch_idx[start_dims.index(sd)]
     src = []
     for d in range(op.shape.rank):
         o = offs.get(d, ix.c(0))

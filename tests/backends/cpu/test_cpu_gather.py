@@ -22,6 +22,17 @@ CASES = [
     ("f32[6,7]", "s64[2,2]", "f32[2,3,2]",
      "offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, "
      "index_vector_dim=1, slice_sizes={3,2}", [[1, 6], [5, 0]]),
+    # batching dims (per-example takes, as JAX's vmap of a take lowers): operand dim 0
+    # walks start-indices dim 0
+    ("f32[3,5,4]", "s32[3,2,1]", "f32[3,2,4]",
+     "offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, index_vector_dim=2, "
+     "slice_sizes={1,1,4}, operand_batching_dims={0}, start_indices_batching_dims={0}",
+     [[[4], [0]], [[2], [9]], [[1], [3]]]),
+    # the batching dims in other positions: operand dim 2, start-indices dim 1
+    ("f32[5,4,2]", "s32[3,2]", "f32[3,2,4]",
+     "offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, "
+     "slice_sizes={1,4,1}, operand_batching_dims={2}, start_indices_batching_dims={1}",
+     [[4, 0], [2, 1], [1, 3]]),
 ]
 
 
