@@ -521,12 +521,12 @@ def main(argv=None):
         "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 100,
                         lambda: performance(backend, scale, iters)),
         "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
+        "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
+                     lambda: say("  " + memcheck(95))),
         "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 75,
                      lambda: autotune(backend, scale, 40.0 if ns.quick else 60.0)),
         "programs": (f"whole JAX programs vs XLA ({backend})", 100,
                      lambda: programs(backend, iters, 50.0 if ns.quick else 80.0)),
-        "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
-                     lambda: say("  " + memcheck(95))),
     }
     optional = {"sweep": ("launch configurations (large modules, whole-module us)", 60,
                           lambda: sweep(backend, scale, iters))}
