@@ -416,8 +416,12 @@ def programs(backend: str, iters: int, budget_s: float = 240.0):
             flat = lambda *xs: jax.tree_util.tree_leaves(jfn(*jax.tree_util.tree_unflatten(  # noqa: E731
                 jax.tree_util.tree_structure(args), xs)))
             t_jax = jax_time(jfn, list(args), iters)   # the jitted function itself
-            verdict = _versus_jax(r, flat, leaves) if len(
-                r.module.entry.parameters) == len(leaves) else "(JAX dropped unused arguments)"
+            # outputs compared with XLA at full f32 precision (its default lets dots and
+            # convolutions use TF32 on this GPU; our kernels and cuBLASLt calls do not)
+            with jax.default_matmul_precision("highest"):
+                verdict = _versus_jax(r, jax.jit(flat), leaves) if len(
+                    r.module.entry.parameters) == len(leaves) else \
+                    "(JAX dropped unused arguments)"
         except Exception as e:  # noqa: BLE001 - a report
             say(f"  {name:16s} ERROR {type(e).__name__}: {str(e)[:300]}")
             continue
