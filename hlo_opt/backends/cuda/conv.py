@@ -22,6 +22,11 @@ strides of its own layout:
 * backward filter (the result is the kernel): ``dw[o, i, k] = sum_{n, p} dy[n, o, p] *
   x[n, g*I + i, s]`` at the (reversed) offset ``k'``.
 
+A forward convolution whose filter fits in 40 KiB stages the whole filter in shared
+memory first, as [k..][i][o]: the warp's threads (adjacent output features in NHWC, one
+feature in NCHW) then read adjacent words or one word per step, where the filter as laid
+out (output features major, as the gpu pipeline lays it out) costs a cache line per thread.
+
 ``convBiasActivationForward`` then applies ``conv_result_scale``, ``side_input_scale *
 side``, the bias along the output features and the activation, as the interpreter does.
 Operands of a plain convolution are first converted to its result type (the
@@ -42,6 +47,9 @@ from .renderer import CTYPE, STORAGE, _fn, literal, rounded, to_storage, from_st
 
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 THREADS = 256
+# forward convolutions stage filters up to this size (40 KiB: 5 blocks of 256 threads per
+# H100 SM; conv_block's 3x3x32x32 f32 filter is 36 KiB)
+SMEM_FILTER_BYTES = 40 << 10
 
 # the interpreter's activations (ops_custom_call._ACTIVATIONS) in C, on a value ``r``
 ACTIVATION_CODE = {
@@ -164,6 +172,8 @@ def emit_conv(step, names: set, device):
         return _load(types[i], f"in{i}[{at}]", via, acc)
 
     depth = 2
+    prologue: list = []   # before the grid-stride loop (shared-memory staging)
+    fibered = False
     if mode == "forward":
         n, o, ps = "a", "b", [f"q{d}" for d in range(sp)]
         og = wd[0] // (G if B == 1 else B)
@@ -180,10 +190,31 @@ def emit_conv(step, names: set, device):
                                 f" - ({win[d].padding_low})")
         kk = [kidx(f"k{d}", d) for d in range(sp)]
         emit(depth, f"const {it} xo = {off(xs, ['nx', 'c0'] + [f's{d}' for d in range(sp)])};")
-        emit(depth, f"const {it} wo = {off(ws, [o, '0'] + kk)};")
-        emit(depth, f"for ({it} i = 0; i < {wd[1]}; ++i)")
-        emit(depth + 1, f"acc += {rd('input', f'xo + i * {xs[1]}')} * "
-                        f"{rd('kernel', f'wo + i * {ws[1]}')};")
+        nw = wd[0] * wd[1] * _prod(K)
+        if 0 < nw * _itemsize(acc) <= SMEM_FILTER_BYTES:
+            # the whole filter in shared memory, [k..][i][o]: a warp's threads (adjacent
+            # output features, or one feature) read adjacent words or one word, where
+            # the filter's own layout (o major, as the gpu pipeline lays it out) would
+            # touch a cache line per thread
+            kst = [_prod(K[d + 1:]) for d in range(sp)]
+            prologue.append(f"  __shared__ {CTYPE[acc]} wsh[{nw}];")
+            prologue.append(f"  for (int e = threadIdx.x; e < {nw}; e += blockDim.x) {{")
+            kl = "e / " + str(wd[0] * wd[1])
+            at = [f"e % {wd[0]}", f"(e / {wd[0]}) % {wd[1]}"] + \
+                [f"(({kl}) / {kst[d]}) % {K[d]}" for d in range(sp)]
+            prologue.append(f"    wsh[e] = {rd('kernel', off(ws, at))};")
+            prologue.append("  }")
+            prologue.append("  __syncthreads();")
+            fibered = True
+            emit(depth, f"const {it} wo = ({off(kst, kk)}) * {wd[0] * wd[1]} + {o};")
+            emit(depth, f"for ({it} i = 0; i < {wd[1]}; ++i)")
+            emit(depth + 1, f"acc += {rd('input', f'xo + i * {xs[1]}')} * "
+                            f"wsh[wo + i * {wd[0]}];")
+        else:
+            emit(depth, f"const {it} wo = {off(ws, [o, '0'] + kk)};")
+            emit(depth, f"for ({it} i = 0; i < {wd[1]}; ++i)")
+            emit(depth + 1, f"acc += {rd('input', f'xo + i * {xs[1]}')} * "
+                            f"{rd('kernel', f'wo + i * {ws[1]}')};")
         o_idx = o
     elif mode == "backward_input":
         n, c, ss = "a", "b", [f"q{d}" for d in range(sp)]
@@ -265,11 +296,20 @@ def emit_conv(step, names: set, device):
     zero = "".join(f"  {loop.format(n=s.shape.num_elements())} out{j}[L] = 0;\n"
                    for j, s in scratch)
     code = (f'extern "C" __global__ void __launch_bounds__({THREADS}) {name}('
-            f'{", ".join(decl)}) {{\n{zero}  {loop.format(n=total)} {{\n'
+            f'{", ".join(decl)}) {{\n{zero}' + "".join(x + "\n" for x in prologue)
+            + f"  {loop.format(n=total)} {{\n"
             + "\n".join(L) + "\n  }\n}\n")
     nbytes = sum(s.num_elements() * _itemsize(s.element_type) for s in ops + [res])
     return KernelSource(name, step.name, f"conv_{mode}", code, params, (grid, 1, 1),
-                        (THREADS, 1, 1), False, bytes_moved=nbytes)
+                        (THREADS, 1, 1), fibered, bytes_moved=nbytes,
+                        extra={"filter_in_shared_memory": fibered})
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
 
 
 def _itemsize(t: str) -> int:

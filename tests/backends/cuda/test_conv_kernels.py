@@ -13,7 +13,7 @@ import pytest
 from hlo_opt.api import parse_hlo
 from hlo_opt.backends.interpreter.heavy_common import window_output_size
 from hlo_opt.ir.attributes import ConvolutionDimensionNumbers, Window
-from tests.backends.cuda.support import require_gxx, require_nvrtc
+from tests.backends.cuda.support import require_gxx, require_nvrtc, require_ptxas
 
 
 def _conv(name, dt, x, w, window, labels, extra="", x_layout="", out_dt=None, out_layout=""):
@@ -231,6 +231,23 @@ def test_cuda_sim_matches_interpreter(name):
     assert r.status == "pass", r.detail
 
 
+def test_small_filters_are_staged_in_shared_memory():
+    from hlo_opt.backends.cuda.conv import SMEM_FILTER_BYTES
+    staged = {}
+    for name, prog in _programs().items():
+        for t in _conv_steps(prog):
+            k = t.kernel
+            if k.kind == "conv_forward":
+                w = t.step.inputs[1].shape
+                small = w.num_elements() * (8 if w.element_type == "f64" else 4) \
+                    <= SMEM_FILTER_BYTES
+                assert k.extra["filter_in_shared_memory"] == small == k.fibered \
+                    == ("__shared__" in k.code), (name, k.name)
+                staged[name] = staged.get(name, True) and small
+    assert not staged["big_filter"]
+    assert staged["conv_block"] and staged["mobilenet_cluster"] and staged["conv2d_nhwc"]
+
+
 def test_integer_convolutions_stay_on_the_host():
     from hlo_opt.analysis.device import H100
     from hlo_opt.backends.cuda.program import build_program
@@ -250,10 +267,23 @@ def compiled():
     return {arch: compile_cuda(src, arch, name="conv.cu") for arch in ("sm_80", "sm_90")}
 
 
+def _conv_kernels():
+    return {k.name for p in _programs().values() for k in p.kernels
+            if k.kind.startswith("conv_")}
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvrtc_compiles_every_kernel(compiled, arch):
-    names = {k.name for p in _programs().values() for k in p.kernels
-             if k.kind.startswith("conv_")}
+    names = _conv_kernels()
     entries = set(re.findall(r"^\.visible \.entry (\w+)\(", compiled[arch].ptx, re.M))
     assert names <= entries, sorted(names - entries)
     assert compiled[arch].cubin[:4] == b"\x7fELF"
+
+
+def test_ptxas_accepts_the_ptx_without_spills(compiled):
+    require_ptxas()
+    from hlo_opt.backends.cuda.compiler import kernel_resources, ptxas_check
+    res = kernel_resources(ptxas_check(compiled["sm_90"].ptx, "sm_90"))
+    names = _conv_kernels()
+    assert names <= set(res)
+    assert not {k: r for k, r in res.items() if k in names and r.get("spill_stores", 0)}
