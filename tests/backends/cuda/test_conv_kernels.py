@@ -147,6 +147,49 @@ ENTRY e {
   ROOT c = f32[3,3,3,4] convolution(x, dy), window={size=6x6 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
 }
 """,
+    # batch groups as a spatial dim (convolution-group-converter's form): a grouped
+    # backward filter
+    "cudnn_grouped_backward_filter": """HloModule cudnn_grouped_backward_filter
+ENTRY e {
+  lhs = f32[4,3,8,16] parameter(0)
+  rhs = f32[4,5,8,16] parameter(1)
+  ROOT conv = f32[4,3,5,1] convolution(lhs, rhs), window={size=4x16 stride=3x1 lhs_dilate=4x1}, dim_labels=0bf1_0oi1->0bf1
+}
+""",
+}
+
+
+def _bias_act(name, mode, extra="", side_layout="", scratch=0):
+    """A convBiasActivationForward call as written (not from the pipeline): scale, a side
+    input in its own layout, ``mode``; the whole result tuple (scratch too) is the root."""
+    cfg = ('{"cudnn_conv_backend_config":{"conv_result_scale":0.5,"side_input_scale":2,'
+           f'"activation_mode":"{mode}"{extra}}}}}')
+    return f"""HloModule {name}
+ENTRY e {{
+  x = f32[2,6,6,4] parameter(0)
+  w = f32[3,3,4,5]{{2,1,0,3}} parameter(1)
+  b = f32[5] parameter(2)
+  s = f32[2,6,6,5]{side_layout} parameter(3)
+  ROOT c = (f32[2,6,6,5], u8[{scratch}]) custom-call(x, w, b, s), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f, custom_call_target="__cudnn$convBiasActivationForward", backend_config={cfg}
+}}
+"""
+
+
+# cuDNN calls written directly: epilogues and groupings the pipeline's inputs above lack
+CALLS = {
+    "call_side_input_elu": _bias_act("call_side_input_elu", "kElu",
+                                     side_layout="{0,3,2,1}", scratch=16),
+    "call_leaky_relu": _bias_act("call_leaky_relu", "kLeakyRelu",
+                                 extra=',"leakyrelu_alpha":0.125'),
+    "call_relu6": _bias_act("call_relu6", "kRelu6"),
+    "call_grouped_backward_input": """HloModule call_grouped_backward_input
+ENTRY e {
+  dy = f32[2,4,4,6] parameter(0)
+  w = f32[3,3,3,6] parameter(1)
+  c = (f32[2,8,8,6], u8[0]) custom-call(dy, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2, custom_call_target="__cudnn$convBackwardInput"
+  ROOT r = f32[2,8,8,6] get-tuple-element(c), index=0
+}
+""",
 }
 
 TARGETS = {
@@ -160,6 +203,7 @@ TARGETS = {
     "cudnn_backward_input_same": "__cudnn$convBackwardInput",
     "cudnn_backward_filter": "__cudnn$convBackwardFilter",
     "cudnn_backward_filter_same": "__cudnn$convBackwardFilter",
+    "cudnn_grouped_backward_filter": "__cudnn$convBackwardFilter",
 }
 
 SAMPLES = {"mobilenet_cluster": "sample_modules/mobilenet_cluster.hlo",
@@ -176,7 +220,7 @@ def _gpu(module):
 def _raw():
     from pathlib import Path
     root = Path(__file__).resolve().parents[3]
-    out = {n: parse_hlo(t) for n, t in {**PLAIN, **GPU}.items()}
+    out = {n: parse_hlo(t) for n, t in {**PLAIN, **GPU, **CALLS}.items()}
     out.update({n: parse_hlo((root / p).read_text()) for n, p in SAMPLES.items()})
     return out
 
@@ -186,7 +230,7 @@ def _programs():
     from hlo_opt.analysis.device import H100
     from hlo_opt.backends.cuda.program import build_program
     names: set = set()
-    return {n: build_program(m if n in PLAIN else _gpu(m), H100, names=names)
+    return {n: build_program(m if n in PLAIN or n in CALLS else _gpu(m), H100, names=names)
             for n, m in _raw().items()}
 
 
@@ -202,7 +246,7 @@ def _conv_steps(prog):
     return [t for t in _thunks(prog.entry) if is_convolution(t.step.instruction)]
 
 
-@pytest.mark.parametrize("name", sorted({**PLAIN, **GPU, **SAMPLES}))
+@pytest.mark.parametrize("name", sorted({**PLAIN, **GPU, **CALLS, **SAMPLES}))
 def test_every_convolution_is_a_kernel_launch(name):
     prog = _programs()[name]
     convs = _conv_steps(prog)
@@ -223,7 +267,7 @@ def _sim():
     return dict(zip(progs, compile_batch(list(progs.values()), parts=4)))
 
 
-@pytest.mark.parametrize("name", sorted({**PLAIN, **GPU, **SAMPLES}))
+@pytest.mark.parametrize("name", sorted({**PLAIN, **GPU, **CALLS, **SAMPLES}))
 def test_cuda_sim_matches_interpreter(name):
     require_gxx()
     from hlo_opt.backends.cuda.check import check_executable
