@@ -24,6 +24,7 @@ from ...codegen import Control, Copy, ElementalUnsupported, Kernel, LibraryCall,
 from ...errors import UnsupportedError
 from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitter
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
+from .conv import emit_conv
 from .emitters import LaunchConfig, emit_kernel
 from .gemm_plan import gemm_plan
 from .scatter import emit_scatter
@@ -141,6 +142,16 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
         return [Thunk("copy", st.name, st, args=[o, i], nbytes=o.size)
                 for o, i in zip(st.output_slices, st.input_slices)]
     if isinstance(st, LibraryCall):
+        try:  # a convolution as a direct convolution kernel (conv.py), no cuDNN here
+            ck = emit_conv(st, names, device)
+        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+            fallbacks.append((st.name, str(e)))
+            ck = None
+        if ck is not None:
+            kernels.append(ck)
+            return [Thunk("launch", st.name, st, kernel=ck, args=[
+                st.input_slices[slot] if role == "in" else st.output_slices[slot]
+                for _, role, slot in ck.params])]
         try:
             sc = emit_scatter(st, names, device)
         except (UnsupportedError, KeyError, ElementalUnsupported) as e:

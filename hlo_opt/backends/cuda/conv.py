@@ -1,0 +1,316 @@
+"""Convolutions as CUDA kernels (the fallback XLA:GPU would not need, cuDNN being there):
+a plain ``convolution`` or one of the cuDNN custom calls the ``gpu`` pipeline emits
+(``__cudnn$convForward``, ``__cudnn$convBiasActivationForward``,
+``__cudnn$convBackwardInput``, ``__cudnn$convBackwardFilter``) becomes one direct
+convolution kernel instead of a host call.
+
+One thread per result element (a grid-stride loop in the result's physical order, so the
+stores are coalesced); each thread walks the window and the reduced features of its group
+and accumulates in f32 (f64 for f64).  The semantics are the interpreter's
+(``interpreter/ops_convolution.py``, ``ops_custom_call.py``), on canonical roles: input
+(N, C, S...), kernel (O, I, K...), output (N, O, P...), each read through the physical
+strides of its own layout:
+
+* forward (the result is the output): ``out[n, o, p] = sum_{k, i} x[n', g*I + i, s] *
+  w[o, i, k']`` with ``s*lhs_dilate = p*stride + k*rhs_dilate - pad_lo`` (skipped where
+  that is a hole or outside the input), ``k'`` the kernel offset (reversed under
+  ``rhs_reversal``), ``g = o / (O/G)`` for feature groups and ``n' = (o / (O/B))*N_out + n``
+  for batch groups;
+* backward input (the result is the input): ``dx[n, c, s] = sum_{k, j} dy[n, g*O/G + j, p]
+  * w[g*O/G + j, c % I, k']`` over the ``p`` with ``p*stride + k*rhs_dilate = s*lhs_dilate
+  + pad_lo``;
+* backward filter (the result is the kernel): ``dw[o, i, k] = sum_{n, p} dy[n, o, p] *
+  x[n, g*I + i, s]`` at the (reversed) offset ``k'``.
+
+A forward convolution whose filter fits in 40 KiB stages the whole filter in shared
+memory first, as [k..][i][o]: the warp's threads (adjacent output features in NHWC, one
+feature in NCHW) then read adjacent words or one word per step, where the filter as laid
+out (output features major, as the gpu pipeline lays it out) costs a cache line per thread.
+
+``convBiasActivationForward`` then applies ``conv_result_scale``, ``side_input_scale *
+side``, the bias along the output features and the activation, as the interpreter does.
+Operands of a plain convolution are first converted to its result type (the
+interpreter's rounding), those of the custom calls straight to the accumulator type.
+
+Left on the host (the step's fallback reason says which): integer convolutions (s8 ...),
+cuDNN's vectorized NCHW_VECT_C operands and reordered int8x32 filters, cuDNN calls with
+``batch_group_count > 1`` (the interpreter refuses them too), convolutions inside fusions.
+"""
+from __future__ import annotations
+
+from ...codegen import index as ix
+from ...errors import UnsupportedError
+from ..interpreter.ops_convolution import conv_params, dim_labels
+from ..interpreter.ops_custom_call import _ACTIVATIONS, _ROLES, _cudnn_config, _role_dims
+from .emitters import KernelSource, c_name
+from .renderer import CTYPE, STORAGE, _fn, literal, rounded, to_storage, from_storage
+
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+THREADS = 256
+# forward convolutions stage filters up to this size (40 KiB: 5 blocks of 256 threads per
+# H100 SM; conv_block's 3x3x32x32 f32 filter is 36 KiB)
+SMEM_FILTER_BYTES = 40 << 10
+
+# the interpreter's activations (ops_custom_call._ACTIVATIONS) in C, on a value ``r``
+ACTIVATION_CODE = {
+    "kNone": lambda r, t, cfg: r,
+    "kRelu": lambda r, t, cfg: f"({r} < 0 ? {literal(0, t)} : {r})",
+    "kRelu6": lambda r, t, cfg: (f"({r} < 0 ? {literal(0, t)} : ({r} > {literal(6, t)} ? "
+                                 f"{literal(6, t)} : {r}))"),
+    "kElu": lambda r, t, cfg: f"({r} > 0 ? {r} : {_fn(t, 'expm1')}({r}))",
+    "kLeakyRelu": lambda r, t, cfg: (f"({r} > 0 ? {r} : "
+                                     f"{literal(float(cfg.get('leakyrelu_alpha', 0)), t)} * "
+                                     f"{r})"),
+}
+assert set(ACTIVATION_CODE) == set(_ACTIVATIONS), "activations as the interpreter's"
+
+MODES = {"output": "forward", "input": "backward_input", "kernel": "backward_filter"}
+
+
+def is_convolution(inst) -> bool:
+    return inst.opcode == "convolution" or (
+        inst.opcode == "custom-call" and inst.custom_call_target in _ROLES)
+
+
+def _canonical(shape, labels, role):
+    """(sizes, physical strides) of an array of ``role`` in canonical dim order."""
+    a, c, spatial = _role_dims(labels, role)
+    order = [a, c] + list(spatial)
+    if len(order) != shape.rank:
+        raise UnsupportedError(f"cuda conv: {role} of rank {shape.rank} with "
+                               f"{len(order)} labelled dims (a vectorized NCHW_VECT_C layout)")
+    st = ix.physical_strides(shape)
+    return [shape.dims[d] for d in order], [st[d] for d in order]
+
+
+def _load(dtype: str, code: str, via: str | None, acc: str) -> str:
+    """An operand element as the accumulator type, through ``via`` (a plain convolution
+    converts its operands to the result type first)."""
+    v, reg = from_storage(dtype, code), CTYPE[dtype]
+    if via and via != dtype:
+        v = rounded(via, f"((float){v})") if via in ("f16", "bf16") else \
+            f"(({CTYPE[via]}){v})"
+        reg = CTYPE[via]
+    return v if reg == CTYPE[acc] else f"(({CTYPE[acc]}){v})"
+
+
+def emit_conv(step, names: set, device):
+    """KernelSource of a convolution step, None for a step that is no convolution;
+    UnsupportedError for a convolution this kernel does not take (it runs on the host)."""
+    inst = step.instruction
+    if not is_convolution(inst):
+        return None
+    plain = inst.opcode == "convolution"
+    target = "convolution" if plain else inst.custom_call_target
+    roles = ("input", "kernel", "output") if plain else _ROLES[target]
+    ops = [v.shape for v in step.inputs]
+    res = step.outputs[0].shape
+    for s in ops + [res]:
+        if s.element_type not in FLOAT_TYPES:
+            raise UnsupportedError(f"cuda conv: {target} on {s.element_type} (float "
+                                   f"convolutions only; integer ones run on the host)")
+    labels = dim_labels(inst, ops[0].rank)
+    params = conv_params(inst, len(labels.input_spatial))
+    G, B = params.feature_group_count, params.batch_group_count
+    if not plain and B != 1:
+        raise UnsupportedError("cuda conv: cuDNN convolution with batch_group_count > 1")
+    bias_act = target == "__cudnn$convBiasActivationForward"
+    if not (2 <= len(ops) <= 4 if bias_act else len(ops) == 2):
+        raise UnsupportedError(f"cuda conv: {target} with {len(ops)} operands")
+    if not plain and _cudnn_config(inst, required=False).get("reordered_int8_nchw_vect"):
+        raise UnsupportedError("cuda conv: reordered int8x32 filter")
+    et = res.element_type
+    acc = "f64" if et == "f64" else "f32"
+    via = et if plain else None
+    A = {r: _canonical(s, labels, r) for r, s in zip(roles, ops[:2])}
+    A[roles[2]] = _canonical(res, labels, roles[2])
+    (xd, xs), (wd, ws), (yd, ys) = A["input"], A["kernel"], A["output"]
+    if G < 1 or B < 1 or (G > 1 and B > 1) or wd[0] % G or wd[0] % B \
+            or xd[1] != wd[1] * (G if B == 1 else 1) or (plain and xd[0] != yd[0] * B):
+        raise UnsupportedError(f"cuda conv: {target}: feature_group_count={G}, "
+                               f"batch_group_count={B} do not fit input {xd[:2]}, "
+                               f"kernel {wd[:2]}")
+    mode = MODES[roles[2]]
+    sizes = [s.num_elements() for s in ops + [res]]
+    total = res.num_elements()
+    it = "int" if max(sizes + [total]) < (1 << 31) - 1 else "int64_t"
+    win = params.window
+    sp = len(win)
+    types = [s.element_type for s in ops]
+    L = []
+
+    def emit(depth, line):
+        L.append("  " * depth + line)
+
+    # the result's canonical indices from the physical position
+    out_dims, out_st = A[roles[2]]
+    names_ = ["a", "b"] + [f"q{d}" for d in range(sp)]
+    for n, d, s in zip(names_, out_dims, out_st):
+        q = f"L / {s}" if s != 1 else "L"
+        emit(2, f"const {it} {n} = " + (f"{q};" if d * s == total else
+                                        f"({q}) % {d};" if s != 1 else f"L % {d};"))
+    emit(2, f"{CTYPE[acc]} acc = {literal(0, acc)};")
+    K = [d.size for d in win]
+
+    def kidx(k, d):  # kernel offset as stored (rhs_reversal flips it)
+        return f"({K[d] - 1} - {k})" if win[d].window_reversal else k
+
+    def off(strides, idx):
+        return " + ".join(f"{i} * {s}" for i, s in zip(idx, strides) if s) or "0"
+
+    def x_spatial(depth, d, pos):
+        """s_d of the input read at dilated position ``pos``, or continue."""
+        w = win[d]
+        emit(depth, f"const {it} t{d} = {pos};")
+        if w.base_dilation > 1:
+            emit(depth, f"if (t{d} % {w.base_dilation} != 0) continue;")
+        emit(depth, f"const {it} s{d} = t{d} / {w.base_dilation};")
+        emit(depth, f"if (s{d} < 0 || s{d} >= {xd[2 + d]}) continue;")
+
+    def rd(role, at):  # an element of the operand playing ``role``, as ``acc``
+        i = roles.index(role)
+        return _load(types[i], f"in{i}[{at}]", via, acc)
+
+    depth = 2
+    prologue: list = []   # before the grid-stride loop (shared-memory staging)
+    fibered = False
+    if mode == "forward":
+        n, o, ps = "a", "b", [f"q{d}" for d in range(sp)]
+        og = wd[0] // (G if B == 1 else B)
+        if B > 1:
+            emit(depth, f"const {it} nx = ({o} / {og}) * {yd[0]} + {n};")
+        else:
+            emit(depth, f"const {it} nx = {n};")
+        emit(depth, f"const {it} c0 = ({o} / {og}) * {wd[1]};" if G > 1 else
+             f"const {it} c0 = 0;")
+        for d in range(sp):
+            emit(depth, f"for ({it} k{d} = 0; k{d} < {K[d]}; ++k{d}) {{")
+            depth += 1
+            x_spatial(depth, d, f"{ps[d]} * {win[d].stride} + k{d} * {win[d].window_dilation}"
+                                f" - ({win[d].padding_low})")
+        kk = [kidx(f"k{d}", d) for d in range(sp)]
+        emit(depth, f"const {it} xo = {off(xs, ['nx', 'c0'] + [f's{d}' for d in range(sp)])};")
+        nw = wd[0] * wd[1] * _prod(K)
+        if 0 < nw * _itemsize(acc) <= SMEM_FILTER_BYTES:
+            # the whole filter in shared memory, [k..][i][o]: a warp's threads (adjacent
+            # output features, or one feature) read adjacent words or one word, where
+            # the filter's own layout (o major, as the gpu pipeline lays it out) would
+            # touch a cache line per thread
+            kst = [_prod(K[d + 1:]) for d in range(sp)]
+            prologue.append(f"  __shared__ {CTYPE[acc]} wsh[{nw}];")
+            prologue.append(f"  for (int e = threadIdx.x; e < {nw}; e += blockDim.x) {{")
+            kl = "e / " + str(wd[0] * wd[1])
+            at = [f"e % {wd[0]}", f"(e / {wd[0]}) % {wd[1]}"] + \
+                [f"(({kl}) / {kst[d]}) % {K[d]}" for d in range(sp)]
+            prologue.append(f"    wsh[e] = {rd('kernel', off(ws, at))};")
+            prologue.append("  }")
+            prologue.append("  __syncthreads();")
+            fibered = True
+            emit(depth, f"const {it} wo = ({off(kst, kk)}) * {wd[0] * wd[1]} + {o};")
+            emit(depth, f"for ({it} i = 0; i < {wd[1]}; ++i)")
+            emit(depth + 1, f"acc += {rd('input', f'xo + i * {xs[1]}')} * "
+                            f"wsh[wo + i * {wd[0]}];")
+        else:
+            emit(depth, f"const {it} wo = {off(ws, [o, '0'] + kk)};")
+            emit(depth, f"for ({it} i = 0; i < {wd[1]}; ++i)")
+            emit(depth + 1, f"acc += {rd('input', f'xo + i * {xs[1]}')} * "
+                            f"{rd('kernel', f'wo + i * {ws[1]}')};")
+        o_idx = o
+    elif mode == "backward_input":
+        n, c, ss = "a", "b", [f"q{d}" for d in range(sp)]
+        og = wd[0] // G
+        emit(depth, f"const {it} o0 = ({c} / {wd[1]}) * {og};")
+        emit(depth, f"const {it} ci = {c} % {wd[1]};")
+        for d in range(sp):
+            w = win[d]
+            emit(depth, f"for ({it} k{d} = 0; k{d} < {K[d]}; ++k{d}) {{")
+            depth += 1
+            emit(depth, f"const {it} t{d} = {ss[d]} * {w.base_dilation} + ({w.padding_low}) - "
+                        f"k{d} * {w.window_dilation};")
+            emit(depth, f"if (t{d} < 0" + (f" || t{d} % {w.stride} != 0" if w.stride > 1
+                                           else "") + ") continue;")
+            emit(depth, f"const {it} p{d} = t{d} / {w.stride};")
+            emit(depth, f"if (p{d} >= {yd[2 + d]}) continue;")
+        kk = [kidx(f"k{d}", d) for d in range(sp)]
+        emit(depth, f"const {it} yo = {off(ys, [n, 'o0'] + [f'p{d}' for d in range(sp)])};")
+        emit(depth, f"const {it} wo = {off(ws, ['o0', 'ci'] + kk)};")
+        emit(depth, f"for ({it} j = 0; j < {og}; ++j)")
+        emit(depth + 1, f"acc += {rd('output', f'yo + j * {ys[1]}')} * "
+                        f"{rd('kernel', f'wo + j * {ws[0]}')};")
+        o_idx = None
+    else:  # backward_filter
+        o, i, ks = "a", "b", [f"q{d}" for d in range(sp)]
+        og = wd[0] // G
+        emit(depth, f"const {it} c = " + (f"({o} / {og}) * {wd[1]} + {i};" if G > 1 else
+                                         f"{i};"))
+        emit(depth, f"for ({it} n = 0; n < {xd[0]}; ++n) {{")
+        depth += 1
+        kk = [kidx(k, d) for d, k in enumerate(ks)]
+        for d in range(sp):
+            emit(depth, f"for ({it} p{d} = 0; p{d} < {yd[2 + d]}; ++p{d}) {{")
+            depth += 1
+            x_spatial(depth, d, f"p{d} * {win[d].stride} + {kk[d]} * "
+                                f"{win[d].window_dilation} - ({win[d].padding_low})")
+        pp = [f"p{d}" for d in range(sp)]
+        sx = [f"s{d}" for d in range(sp)]
+        emit(depth, f"acc += {rd('output', off(ys, ['n', o] + pp))} * "
+                    f"{rd('input', off(xs, ['n', 'c'] + sx))};")
+        o_idx = None
+    while depth > 2:
+        depth -= 1
+        emit(depth, "}")
+    # epilogue: cuDNN's scale, side input, bias, activation (convBiasActivationForward)
+    r = "acc"
+    if bias_act:
+        cfg = _cudnn_config(inst)
+        scale = float(cfg.get("conv_result_scale", 1))
+        if scale != 1:
+            emit(2, f"acc = acc * {literal(scale, acc)};")
+        if len(ops) > 3:
+            sd, sst = _canonical(ops[3], labels, "output")
+            side = _load(types[3], f"in3[{off(sst, names_)}]", None, acc)
+            emit(2, f"acc = acc + {literal(float(cfg.get('side_input_scale', 0)), acc)} * "
+                    f"{side};")
+        if len(ops) > 2:
+            if ops[2].rank != 1 or ops[2].dims[0] != wd[0]:
+                raise UnsupportedError(f"cuda conv: bias of shape {ops[2].dims}")
+            emit(2, f"acc = acc + {_load(types[2], f'in2[{o_idx}]', None, acc)};")
+        mode_name = cfg.get("activation_mode", "kNone")
+        if mode_name not in ACTIVATION_CODE:
+            raise UnsupportedError(f"cuda conv: activation_mode {mode_name}")
+        r = ACTIVATION_CODE[mode_name]("acc", acc, cfg)
+    val = f"(({CTYPE[et]}){r})" if CTYPE[et] != CTYPE[acc] else r
+    emit(2, f"out0[L] = {to_storage(et, val)};")
+    # the cuDNN scratch output: zeroed where the plan gives it elements
+    scratch = [(j, s) for j, s in enumerate(step.outputs[1:], 1)
+               if s.shape.num_elements() > 0]
+    params = [(f"const {STORAGE[t]}*", "in", i) for i, t in enumerate(types)]
+    params.append((f"{STORAGE[et]}*", "out", 0))
+    params += [(f"{STORAGE[s.shape.element_type]}*", "out", j) for j, s in scratch]
+    decl = [f"{t} {'in' if role == 'in' else 'out'}{slot}" for t, role, slot in params]
+    name = c_name(step.name, names)
+    grid = max(1, min((max([total] + [s.shape.num_elements() for _, s in scratch])
+                       + THREADS - 1) // THREADS, device.core_count * 16))
+    loop = (f"for ({it} L = ({it})blockIdx.x * blockDim.x + threadIdx.x; L < {{n}}; "
+            f"L += ({it})gridDim.x * blockDim.x)")
+    zero = "".join(f"  {loop.format(n=s.shape.num_elements())} out{j}[L] = 0;\n"
+                   for j, s in scratch)
+    code = (f'extern "C" __global__ void __launch_bounds__({THREADS}) {name}('
+            f'{", ".join(decl)}) {{\n{zero}' + "".join(x + "\n" for x in prologue)
+            + f"  {loop.format(n=total)} {{\n"
+            + "\n".join(L) + "\n  }\n}\n")
+    nbytes = sum(s.num_elements() * _itemsize(s.element_type) for s in ops + [res])
+    return KernelSource(name, step.name, f"conv_{mode}", code, params, (grid, 1, 1),
+                        (THREADS, 1, 1), fibered, bytes_moved=nbytes,
+                        extra={"filter_in_shared_memory": fibered})
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _itemsize(t: str) -> int:
+    return {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}.get(t, 1)
