@@ -9,12 +9,13 @@ Thunk kinds (XLA's thunks, in spirit):
 
 * ``Launch``: one kernel, its arguments as buffer slices;
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
-* ``Library``: a call into a library: ``gemm`` (cuBLASLt, or our NVRTC gemm kernel) ...;
-* ``HostCall``: an instruction no kernel or library covers yet (gather,
-  rng-bit-generator, fft ...; sort / topk and scatter have kernels: ``sort.py``,
-  ``scatter.py``), run by the interpreter on the host between device work;
+* ``Library``: a gemm through cuBLASLt (``gemm_plan.py``);
+* ``HostCall``: an instruction no kernel or library covers yet (fft, cholesky, triangular
+  solve, integer convolutions, s4/c64 element types, collectives ...; convolutions, sort /
+  topk and scatter have kernels: ``LIBRARY_EMITTERS``), run by the interpreter on the
+  host between device work;
 * ``While`` / ``Conditional`` / ``Call``: host control flow around device thunks, reading
-  the predicate back (XLA's ``WhileThunk``).
+  the predicate back, or running a known trip count (XLA's ``WhileThunk``).
 """
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ from .sort import emit_sort
 from .renderer import STORAGE
 
 PRELUDE_NAME = "prelude.cuh"
+# Library-call steps with a kernel of their own, asked in turn: each returns the kernel
+# (scatter: and the input it updates in place), None when the step is not its kind, or
+# raises when it cannot take it (the step then runs as a library call or on the host).
+LIBRARY_EMITTERS = (emit_conv, emit_scatter, emit_sort)
 
 
 @dataclass
@@ -142,38 +147,22 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
         return [Thunk("copy", st.name, st, args=[o, i], nbytes=o.size)
                 for o, i in zip(st.output_slices, st.input_slices)]
     if isinstance(st, LibraryCall):
-        try:  # a convolution as a direct convolution kernel (conv.py), no cuDNN here
-            ck = emit_conv(st, names, device)
-        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
-            fallbacks.append((st.name, str(e)))
-            ck = None
-        if ck is not None:
-            kernels.append(ck)
-            return [Thunk("launch", st.name, st, kernel=ck, args=[
-                st.input_slices[slot] if role == "in" else st.output_slices[slot]
-                for _, role, slot in ck.params])]
-        try:
-            sc = emit_scatter(st, names, device)
-        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
-            fallbacks.append((st.name, str(e)))
-            sc = None
-        if sc is not None:
-            k, base = sc
+        for emit in LIBRARY_EMITTERS:
+            try:
+                got = emit(st, names, device)
+            except (UnsupportedError, KeyError, ElementalUnsupported) as e:
+                fallbacks.append((st.name, str(e)))
+                continue
+            if got is None:
+                continue
+            k, base = got if isinstance(got, tuple) else (got, None)
             kernels.append(k)
             out = []
-            if st.input_slices[base] != st.output_slices[0]:
+            if base is not None and st.input_slices[base] != st.output_slices[0]:
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
                                                             st.input_slices[base]],
                                  nbytes=st.output_slices[0].size))
             return out + [_launch(st, k)]
-        try:
-            so = emit_sort(st, names, device)
-        except (UnsupportedError, KeyError, ElementalUnsupported) as e:
-            fallbacks.append((st.name, str(e)))
-            so = None
-        if so is not None:
-            kernels.append(so)
-            return [_launch(st, so)]
         spec = gemm_plan(st.instruction) if use_libraries else None
         if spec is not None:  # args: the workspace outputs something reads (zeroed)
             return [Thunk("library", st.name, st, spec=spec, args=[
