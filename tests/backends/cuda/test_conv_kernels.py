@@ -13,7 +13,7 @@ import pytest
 from hlo_opt.api import parse_hlo
 from hlo_opt.backends.interpreter.heavy_common import window_output_size
 from hlo_opt.ir.attributes import ConvolutionDimensionNumbers, Window
-from tests.backends.cuda.support import require_gxx, require_nvrtc, require_ptxas
+from tests.backends.cuda.support import assert_compiled_entries, assert_no_spills, require_gxx, require_nvrtc
 
 
 def _conv(name, dt, x, w, window, labels, extra="", x_layout="", out_dt=None, out_layout=""):
@@ -36,6 +36,24 @@ ENTRY e {{
   x = {dt}[{sx}]{x_layout} parameter(0)
   w = {dt}[{",".join(map(str, w))}] parameter(1)
   ROOT c = {od}[{",".join(map(str, out))}]{out_layout} convolution(x, w), window={{{window}}}, dim_labels={labels}{extra}
+}}
+"""
+
+
+def _bias_relu(name, dt, features):
+    """A conv, a broadcast bias add and a relu: cudnn-fused-convolution-rewriter's
+    convBiasActivationForward with kRelu."""
+    return f"""HloModule {name}
+ENTRY e {{
+  x = {dt}[2,8,8,{features}] parameter(0)
+  w = {dt}[3,3,{features},8] parameter(1)
+  b = {dt}[8] parameter(2)
+  c = {dt}[2,8,8,8] convolution(x, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f
+  bb = {dt}[2,8,8,8] broadcast(b), dimensions={{3}}
+  a = {dt}[2,8,8,8] add(c, bb)
+  z = {dt}[] constant(0)
+  zb = {dt}[2,8,8,8] broadcast(z), dimensions={{}}
+  ROOT r = {dt}[2,8,8,8] maximum(a, zb)
 }}
 """
 
@@ -91,32 +109,8 @@ GPU = {
     "cudnn_depthwise": _conv("cudnn_depthwise", "f32", [2, 8, 8, 8], [3, 3, 1, 8],
                              "size=3x3 pad=1_1x1_1", "b01f_01io->b01f",
                              ", feature_group_count=8"),
-    "cudnn_bias_relu": """HloModule cudnn_bias_relu
-ENTRY e {
-  x = f32[2,8,8,4] parameter(0)
-  w = f32[3,3,4,8] parameter(1)
-  b = f32[8] parameter(2)
-  c = f32[2,8,8,8] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
-  bb = f32[2,8,8,8] broadcast(b), dimensions={3}
-  a = f32[2,8,8,8] add(c, bb)
-  z = f32[] constant(0)
-  zb = f32[2,8,8,8] broadcast(z), dimensions={}
-  ROOT r = f32[2,8,8,8] maximum(a, zb)
-}
-""",
-    "cudnn_bias_relu_f16": """HloModule cudnn_bias_relu_f16
-ENTRY e {
-  x = f16[2,8,8,8] parameter(0)
-  w = f16[3,3,8,8] parameter(1)
-  b = f16[8] parameter(2)
-  c = f16[2,8,8,8] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
-  bb = f16[2,8,8,8] broadcast(b), dimensions={3}
-  a = f16[2,8,8,8] add(c, bb)
-  z = f16[] constant(0)
-  zb = f16[2,8,8,8] broadcast(z), dimensions={}
-  ROOT r = f16[2,8,8,8] maximum(a, zb)
-}
-""",
+    "cudnn_bias_relu": _bias_relu("cudnn_bias_relu", "f32", 4),
+    "cudnn_bias_relu_f16": _bias_relu("cudnn_bias_relu_f16", "f16", 8),
     "cudnn_backward_input": """HloModule cudnn_backward_input
 ENTRY e {
   dy = f32[1,4,4,2] parameter(0)
@@ -318,16 +312,8 @@ def _conv_kernels():
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvrtc_compiles_every_kernel(compiled, arch):
-    names = _conv_kernels()
-    entries = set(re.findall(r"^\.visible \.entry (\w+)\(", compiled[arch].ptx, re.M))
-    assert names <= entries, sorted(names - entries)
-    assert compiled[arch].cubin[:4] == b"\x7fELF"
+    assert_compiled_entries(compiled[arch], _conv_kernels())
 
 
 def test_ptxas_accepts_the_ptx_without_spills(compiled):
-    require_ptxas()
-    from hlo_opt.backends.cuda.compiler import kernel_resources, ptxas_check
-    res = kernel_resources(ptxas_check(compiled["sm_90"].ptx, "sm_90"))
-    names = _conv_kernels()
-    assert names <= set(res)
-    assert not {k: r for k, r in res.items() if k in names and r.get("spill_stores", 0)}
+    assert_no_spills(compiled["sm_90"].ptx, _conv_kernels())

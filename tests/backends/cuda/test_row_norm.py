@@ -5,11 +5,10 @@ checked by ptxas."""
 from __future__ import annotations
 
 import functools
-import re
 
 import pytest
 
-from tests.backends.cuda.support import require_gxx, require_nvrtc, require_ptxas
+from tests.backends.cuda.support import assert_compiled_entries, assert_no_spills, require_gxx, require_nvrtc
 from tests.backends.row_norm_modules import cases
 
 IDS = [c[0] for c in cases()]
@@ -59,16 +58,10 @@ def compiled():
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvrtc_compiles_every_kernel(compiled, arch):
-    names = {k.name for p in _programs().values() for k in p.kernels}
-    entries = set(re.findall(r"^\.visible \.entry (\w+)\(", compiled[arch].ptx, re.M))
-    assert names <= entries, sorted(names - entries)
-    assert compiled[arch].cubin[:4] == b"\x7fELF"
+    assert_compiled_entries(compiled[arch], {k.name for p in _programs().values()
+                                             for k in p.kernels})
 
 
 def test_ptxas_accepts_the_ptx_without_spills(compiled):
-    require_ptxas()
-    from hlo_opt.backends.cuda.compiler import kernel_resources, ptxas_check
-    res = kernel_resources(ptxas_check(compiled["sm_90"].ptx, "sm_90"))
-    names = {k.name for p in _programs().values() for k in p.kernels}
-    assert names <= set(res)
-    assert not {k: r for k, r in res.items() if k in names and r.get("spill_stores", 0)}
+    assert_no_spills(compiled["sm_90"].ptx, {k.name for p in _programs().values()
+                                             for k in p.kernels})

@@ -5,12 +5,11 @@ and passes ptxas.  Rows of 5000 elements take the global-memory (scratch) path."
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 import pytest
 
-from tests.backends.cuda.support import require_gxx, require_nvrtc, require_ptxas
+from tests.backends.cuda.support import assert_compiled_entries, assert_no_spills, require_gxx, require_nvrtc
 
 LT = "ROOT c = pred[] compare(p0, p1), direction=LT"
 GT = "ROOT c = pred[] compare(p0, p1), direction=GT"
@@ -217,15 +216,8 @@ def _sort_kernels() -> set:
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvrtc_compiles_every_sort_kernel(compiled, arch):
-    entries = set(re.findall(r"^\.visible \.entry (\w+)\(", compiled[arch].ptx, re.M))
-    assert _sort_kernels() <= entries, sorted(_sort_kernels() - entries)
-    assert compiled[arch].cubin[:4] == b"\x7fELF"
+    assert_compiled_entries(compiled[arch], _sort_kernels())
 
 
 def test_ptxas_accepts_the_sort_kernels_without_spills(compiled):
-    require_ptxas()
-    from hlo_opt.backends.cuda.compiler import kernel_resources, ptxas_check
-    res = kernel_resources(ptxas_check(compiled["sm_90"].ptx, "sm_90"))
-    names = _sort_kernels()
-    assert names <= set(res)
-    assert not {k: r for k, r in res.items() if k in names and r.get("spill_stores", 0)}
+    assert_no_spills(compiled["sm_90"].ptx, _sort_kernels())
