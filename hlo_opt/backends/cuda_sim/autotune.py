@@ -1,7 +1,8 @@
-"""cuda-sim's autotuning candidates: launch configurations of the generated kernels
-(all variants of one fusion in one translation unit: one host-compiler run, cached by
-content; run by the emulator straight on the tuner's host buffers), and, for the gemm and
-convolution library calls cuda-sim runs on the host, the host provider's candidates."""
+"""cuda-sim's autotuning candidates: launch configurations of the generated kernels and
+the conv kernel's algorithms for the cuDNN convolution calls it takes (all variants of
+one instruction in one translation unit: one host-compiler run, cached by content; run by
+the emulator straight on the tuner's host buffers), and, for the gemm calls and the
+convolutions cuda-sim runs on the host, the host provider's candidates."""
 from __future__ import annotations
 
 import ctypes
@@ -9,7 +10,8 @@ import ctypes
 from ...autotune.candidates import device_cache_key, measure_wall
 from ...autotune.host_provider import HostProvider
 from ...autotune.redzone import HostMemory
-from ..cuda.launch_tuning import LaunchCandidate, constants_in, merged_kernels, variants
+from ..cuda.launch_tuning import (LaunchCandidate, constants_in, conv_variants, merged_kernels,
+                                  variants)
 from ..cuda.target import target_device
 
 
@@ -39,7 +41,14 @@ class SimProvider:
             self._variants[inst] = variants(inst, self.device_info)
         return self._variants[inst]
 
+    def _conv_variants(self, inst):
+        if inst not in self._variants:
+            self._variants[inst] = conv_variants(inst, self.device_info)
+        return self._variants[inst]
+
     def kind_of(self, inst) -> str | None:
+        if inst.opcode == "custom-call" and self._conv_variants(inst):
+            return "conv"
         kind = self._host.kind_of(inst)
         if kind is not None:
             return kind
@@ -48,10 +57,14 @@ class SimProvider:
         return None
 
     def candidates(self, inst) -> list:
+        if inst.opcode == "custom-call" and self._conv_variants(inst):
+            return self._launch_candidates(self._conv_variants(inst))
         if self._host.kind_of(inst) is not None:
             return self._host.candidates(inst)
+        return self._launch_candidates(self._fusion_variants(inst))
+
+    def _launch_candidates(self, vs) -> list:
         from .compiler import SimKernelError
-        vs = self._fusion_variants(inst)
         code, kernels, maps = merged_kernels(vs)
         lib: list = []
 
