@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...autotune.candidates import device_cache_key
 from ...autotune.redzone import DeviceMemory
 from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
-                            conv_variants, merged_kernels, variants)
+                            kernel_variants, merged_kernels)
 
 
 class CudaProvider:
@@ -35,20 +35,16 @@ class CudaProvider:
         return device_cache_key(d.compute_capability, d.core_count, d.clock_rate_ghz,
                                 d.memory_bandwidth, d.l2_cache_size)
 
-    def _fusion_variants(self, inst):
+    def _kernel_variants(self, inst):
         if inst not in self._variants:
-            self._variants[inst] = variants(inst, self.device_info, DEVICE_VECTOR_WIDTHS)
-        return self._variants[inst]
-
-    def _conv_variants(self, inst):
-        if inst not in self._variants:
-            self._variants[inst] = conv_variants(inst, self.device_info)
+            self._variants[inst] = kernel_variants(inst, self.device_info,
+                                                   DEVICE_VECTOR_WIDTHS)
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:
-        if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
+        if inst.opcode == "fusion" and len(self._kernel_variants(inst)) > 1:
             return "fusion"
-        if inst.opcode == "custom-call" and self._conv_variants(inst):
+        if inst.opcode == "custom-call" and self._kernel_variants(inst):
             return "conv"
         if inst.opcode == "custom-call" and self._gemm(inst) is not None:
             return "gemm"
@@ -69,10 +65,8 @@ class CudaProvider:
         return (self._lt, plan) if self._lt else None
 
     def candidates(self, inst) -> list:
-        if inst.opcode != "custom-call":
-            return self._launch_candidates(inst, self._fusion_variants(inst))
-        if self._conv_variants(inst):
-            return self._launch_candidates(inst, self._conv_variants(inst))
+        if self._kernel_variants(inst):
+            return self._launch_candidates(inst, self._kernel_variants(inst))
         lt, plan = self._gemm(inst)
         return [GemmCandidate(lt, plan, i) for i in range(lt.algorithm_count(plan))]
 

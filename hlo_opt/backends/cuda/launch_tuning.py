@@ -157,6 +157,14 @@ def conv_variants(call, device) -> list[Variant]:
     return out
 
 
+def kernel_variants(inst, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
+    """What the ``cuda`` and ``cuda-sim`` providers tune with generated kernels: a
+    fusion's launch configurations, a cuDNN convolution call's algorithms ([] else)."""
+    if inst.opcode == "fusion":
+        return variants(inst, device, vector_widths)
+    return conv_variants(inst, device)
+
+
 class LaunchCandidate:
     """One variant run straight on the autotuner's buffers: parameter slices are the
     input buffers, root slices the output buffers, other arena slices lie in the

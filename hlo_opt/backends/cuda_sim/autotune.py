@@ -10,8 +10,7 @@ import ctypes
 from ...autotune.candidates import device_cache_key, measure_wall
 from ...autotune.host_provider import HostProvider
 from ...autotune.redzone import HostMemory
-from ..cuda.launch_tuning import (LaunchCandidate, constants_in, conv_variants, merged_kernels,
-                                  variants)
+from ..cuda.launch_tuning import LaunchCandidate, constants_in, kernel_variants, merged_kernels
 from ..cuda.target import target_device
 
 
@@ -36,34 +35,25 @@ class SimProvider:
                                               d.clock_rate_ghz, d.memory_bandwidth,
                                               d.l2_cache_size)
 
-    def _fusion_variants(self, inst):
+    def _kernel_variants(self, inst):
         if inst not in self._variants:
-            self._variants[inst] = variants(inst, self.device_info)
-        return self._variants[inst]
-
-    def _conv_variants(self, inst):
-        if inst not in self._variants:
-            self._variants[inst] = conv_variants(inst, self.device_info)
+            self._variants[inst] = kernel_variants(inst, self.device_info)
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:
-        if inst.opcode == "custom-call" and self._conv_variants(inst):
+        if inst.opcode == "custom-call" and self._kernel_variants(inst):
             return "conv"
         kind = self._host.kind_of(inst)
         if kind is not None:
             return kind
-        if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
+        if inst.opcode == "fusion" and len(self._kernel_variants(inst)) > 1:
             return "fusion"
         return None
 
     def candidates(self, inst) -> list:
-        if inst.opcode == "custom-call" and self._conv_variants(inst):
-            return self._launch_candidates(self._conv_variants(inst))
-        if self._host.kind_of(inst) is not None:
+        vs = self._kernel_variants(inst)
+        if not vs and self._host.kind_of(inst) is not None:
             return self._host.candidates(inst)
-        return self._launch_candidates(self._fusion_variants(inst))
-
-    def _launch_candidates(self, vs) -> list:
         from .compiler import SimKernelError
         code, kernels, maps = merged_kernels(vs)
         lib: list = []
