@@ -5,15 +5,17 @@ gemm custom calls, the algorithms cuBLASLt's heuristic offers (XLA's gemm-algori
 picker; ``selected_algorithm`` is the index into that list), timed with CUDA events
 after a warm-up launch.
 
-Convolutions are not offered yet (the backend has no cuDNN path).  Without a driver or
-device, :func:`autotune_provider` returns None and the caller compiles deviceless.
+Convolutions (the cuDNN custom calls the conv kernel takes) offer the kernel's
+algorithms (``conv.ALGORITHMS``), one launch each on the same buffers, keyed
+``CandidateKey.cudnn(algo_id)``.  Without a driver or device, :func:`autotune_provider`
+returns None and the caller compiles deviceless.
 """
 from __future__ import annotations
 
 from ...autotune.candidates import device_cache_key
 from ...autotune.redzone import DeviceMemory
 from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
-                            merged_kernels, variants)
+                            kernel_variants, merged_kernels)
 
 
 class CudaProvider:
@@ -33,14 +35,17 @@ class CudaProvider:
         return device_cache_key(d.compute_capability, d.core_count, d.clock_rate_ghz,
                                 d.memory_bandwidth, d.l2_cache_size)
 
-    def _fusion_variants(self, inst):
+    def _kernel_variants(self, inst):
         if inst not in self._variants:
-            self._variants[inst] = variants(inst, self.device_info, DEVICE_VECTOR_WIDTHS)
+            self._variants[inst] = kernel_variants(inst, self.device_info,
+                                                   DEVICE_VECTOR_WIDTHS)
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:
-        if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
+        if inst.opcode == "fusion" and len(self._kernel_variants(inst)) > 1:
             return "fusion"
+        if inst.opcode == "custom-call" and self._kernel_variants(inst):
+            return "conv"
         if inst.opcode == "custom-call" and self._gemm(inst) is not None:
             return "gemm"
         return None
@@ -60,16 +65,15 @@ class CudaProvider:
         return (self._lt, plan) if self._lt else None
 
     def candidates(self, inst) -> list:
-        if inst.opcode == "custom-call":
-            lt, plan = self._gemm(inst)
-            return [GemmCandidate(lt, plan, i) for i in range(lt.algorithm_count(plan))]
-        return self._launch_candidates(inst)
+        if self._kernel_variants(inst):
+            return self._launch_candidates(inst, self._kernel_variants(inst))
+        lt, plan = self._gemm(inst)
+        return [GemmCandidate(lt, plan, i) for i in range(lt.algorithm_count(plan))]
 
-    def _launch_candidates(self, inst) -> list:
+    def _launch_candidates(self, inst, vs) -> list:
         from .compiler import compile_cuda
         from .driver import CudaDriverError
         from .program import prelude
-        vs = self._fusion_variants(inst)
         code, _, maps = merged_kernels(vs)
         loaded: list = []
 

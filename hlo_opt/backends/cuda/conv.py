@@ -27,6 +27,16 @@ memory first, as [k..][i][o]: the warp's threads (adjacent output features in NH
 feature in NCHW) then read adjacent words or one word per step, where the filter as laid
 out (output features major, as the gpu pipeline lays it out) costs a cache line per thread.
 
+Algorithms (``cudnn_conv_backend_config.algorithm.algo_id`` of a cuDNN call, which
+``gpu-conv-algorithm-picker`` writes; a plain convolution, a call without one and an
+unknown id get 0): variants of this one kernel that compute the same sums in the same
+order, so each is correct wherever algorithm 0 is (:data:`ALGORITHMS`):
+
+* 0: 256 threads per block, the filter staged in shared memory (as above);
+* 1: 256 threads, the filter read where it lies (what a filter over 40 KiB gets anyway);
+* 2 / 3: 128 / 512 threads per block, staged as 0 (the grid-stride loop and the staging
+  loop step by ``blockDim.x``, and ``__launch_bounds__`` names the block launched).
+
 ``convBiasActivationForward`` then applies ``conv_result_scale``, ``side_input_scale *
 side``, the bias along the output features and the activation, as the interpreter does.
 Operands of a plain convolution are first converted to its result type (the
@@ -38,15 +48,18 @@ cuDNN's vectorized NCHW_VECT_C operands and reordered int8x32 filters, cuDNN cal
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 from ...codegen import index as ix
 from ...errors import UnsupportedError
 from ..interpreter.ops_convolution import conv_params, dim_labels
-from ..interpreter.ops_custom_call import _ACTIVATIONS, _ROLES, _cudnn_config, _role_dims
+from ..interpreter.ops_custom_call import (_ACTIVATIONS, _ROLES, _cudnn_config, _role_dims,
+                                          backend_config)
 from .emitters import KernelSource, c_name
 from .renderer import CTYPE, STORAGE, _fn, literal, rounded, to_storage, from_storage
 
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
-THREADS = 256
 # forward convolutions stage filters up to this size (40 KiB: 5 blocks of 256 threads per
 # H100 SM; conv_block's 3x3x32x32 f32 filter is 36 KiB)
 SMEM_FILTER_BYTES = 40 << 10
@@ -65,6 +78,48 @@ ACTIVATION_CODE = {
 assert set(ACTIVATION_CODE) == set(_ACTIVATIONS), "activations as the interpreter's"
 
 MODES = {"output": "forward", "input": "backward_input", "kernel": "backward_filter"}
+
+
+@dataclass(frozen=True)
+class ConvAlgorithm:
+    """One variant of the kernel: threads per block, whether a small forward filter is
+    staged in shared memory."""
+    algo_id: int
+    threads: int = 256
+    stage_filter: bool = True
+
+    @property
+    def name(self) -> str:
+        return (f"conv:algo_id={self.algo_id},threads={self.threads},"
+                f"stage_filter={self.stage_filter}")
+
+
+ALGORITHMS = (ConvAlgorithm(0), ConvAlgorithm(1, stage_filter=False),
+              ConvAlgorithm(2, threads=128), ConvAlgorithm(3, threads=512))
+DEFAULT_ALGORITHM = ALGORITHMS[0]
+_BY_ID = {a.algo_id: a for a in ALGORITHMS}
+assert len(_BY_ID) == len(ALGORITHMS), "algorithm ids are unique"
+
+
+def algorithm_of(inst) -> ConvAlgorithm:
+    """The algorithm a cuDNN call's backend config selects (0 for a plain convolution,
+    a call without one, or an id this kernel does not know)."""
+    if inst.opcode == "convolution":
+        return DEFAULT_ALGORITHM
+    algo = _cudnn_config(inst, required=False).get("algorithm", {})
+    try:
+        return _BY_ID.get(int(algo.get("algo_id", 0)), DEFAULT_ALGORITHM)
+    except (AttributeError, TypeError, ValueError):
+        return DEFAULT_ALGORITHM
+
+
+def with_algorithm(inst, algo_id: int) -> None:
+    """Select ``algo_id`` in a cuDNN call's backend config (the standalone modules the
+    autotuner builds one program per algorithm from)."""
+    config = backend_config(inst)
+    conv = config.setdefault("cudnn_conv_backend_config", {})
+    conv["algorithm"] = {**conv.get("algorithm", {}), "algo_id": str(algo_id)}
+    inst.attrs["backend_config"] = json.dumps(config, separators=(",", ":"))
 
 
 def is_convolution(inst) -> bool:
@@ -119,6 +174,7 @@ def emit_conv(step, names: set, device):
         raise UnsupportedError(f"cuda conv: {target} with {len(ops)} operands")
     if not plain and _cudnn_config(inst, required=False).get("reordered_int8_nchw_vect"):
         raise UnsupportedError("cuda conv: reordered int8x32 filter")
+    alg = algorithm_of(inst)
     et = res.element_type
     acc = "f64" if et == "f64" else "f32"
     via = et if plain else None
@@ -191,7 +247,7 @@ def emit_conv(step, names: set, device):
         kk = [kidx(f"k{d}", d) for d in range(sp)]
         emit(depth, f"const {it} xo = {off(xs, ['nx', 'c0'] + [f's{d}' for d in range(sp)])};")
         nw = wd[0] * wd[1] * _prod(K)
-        if 0 < nw * _itemsize(acc) <= SMEM_FILTER_BYTES:
+        if alg.stage_filter and 0 < nw * _itemsize(acc) <= SMEM_FILTER_BYTES:
             # the whole filter in shared memory, [k..][i][o]: a warp's threads (adjacent
             # output features, or one feature) read adjacent words or one word, where
             # the filter's own layout (o major, as the gpu pipeline lays it out) would
@@ -289,20 +345,22 @@ def emit_conv(step, names: set, device):
     params += [(f"{STORAGE[s.shape.element_type]}*", "out", j) for j, s in scratch]
     decl = [f"{t} {'in' if role == 'in' else 'out'}{slot}" for t, role, slot in params]
     name = c_name(step.name, names)
+    threads = alg.threads
     grid = max(1, min((max([total] + [s.shape.num_elements() for _, s in scratch])
-                       + THREADS - 1) // THREADS, device.core_count * 16))
+                       + threads - 1) // threads, device.core_count * 16))
     loop = (f"for ({it} L = ({it})blockIdx.x * blockDim.x + threadIdx.x; L < {{n}}; "
             f"L += ({it})gridDim.x * blockDim.x)")
     zero = "".join(f"  {loop.format(n=s.shape.num_elements())} out{j}[L] = 0;\n"
                    for j, s in scratch)
-    code = (f'extern "C" __global__ void __launch_bounds__({THREADS}) {name}('
+    code = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
             f'{", ".join(decl)}) {{\n{zero}' + "".join(x + "\n" for x in prologue)
             + f"  {loop.format(n=total)} {{\n"
             + "\n".join(L) + "\n  }\n}\n")
     nbytes = sum(s.num_elements() * _itemsize(s.element_type) for s in ops + [res])
     return KernelSource(name, step.name, f"conv_{mode}", code, params, (grid, 1, 1),
-                        (THREADS, 1, 1), fibered, bytes_moved=nbytes,
-                        extra={"filter_in_shared_memory": fibered})
+                        (threads, 1, 1), fibered, bytes_moved=nbytes,
+                        extra={"filter_in_shared_memory": fibered,
+                               "algorithm": alg.algo_id})
 
 
 def _prod(xs) -> int:

@@ -9,6 +9,10 @@ that produce identical kernels are merged.  The chosen configuration is written 
 fusion's ``backend_config`` as ``launch_config`` (an hlo-opt field: XLA has no launch knob
 for non-Triton fusions) and read back by :func:`launch_config_of` when the program is
 built.
+
+A cuDNN convolution call is cut out the same way and built once per conv algorithm
+(:func:`conv_variants`): candidates keyed ``CandidateKey.cudnn(algo_id)``, which
+``gpu-conv-algorithm-picker`` writes back as ``cudnn_conv_backend_config.algorithm``.
 """
 from __future__ import annotations
 
@@ -28,8 +32,8 @@ DEVICE_VECTOR_WIDTHS = (1,)
 TUNABLE = ("launch", "copy")
 
 
-def standalone_module(fusion):
-    """``fusion`` alone: its operands as parameters, the fusion as the root."""
+def standalone_module(inst):
+    """``inst`` (a fusion, a custom call) alone: its operands as parameters, it the root."""
     from ...api import parse_hlo
     comps: list = []
 
@@ -38,25 +42,44 @@ def standalone_module(fusion):
             visit(callee)
         if c not in comps:
             comps.append(c)
-    visit(fusion.called[0])
+    for c in inst.called:
+        visit(c)
     params = [f"  %p.{i} = {o.shape.to_text()} parameter({i})"
-              for i, o in enumerate(fusion.operands)]
-    attrs = [a for a in attr_texts(fusion, print_metadata=False)
+              for i, o in enumerate(inst.operands)]
+    attrs = [a for a in attr_texts(inst, print_metadata=False)
              if not a.startswith("control-predecessors")]
-    root = (f"  ROOT %{fusion.name} = {fusion.shape.to_text()} fusion("
-            + ", ".join(f"%p.{i}" for i in range(len(fusion.operands))) + "), "
+    root = (f"  ROOT %{inst.name} = {inst.shape.to_text()} {inst.opcode}("
+            + ", ".join(f"%p.{i}" for i in range(len(inst.operands))) + "), "
             + ", ".join(attrs))
-    text = (f"HloModule standalone_{fusion.name}\n\n"
+    text = (f"HloModule standalone_{inst.name}\n\n"
             + "\n\n".join(c.to_text(True, False) for c in comps)
             + "\n\nENTRY %standalone.entry {\n" + "\n".join(params + [root]) + "\n}\n")
-    return parse_hlo(text, f"<{fusion.name}>")
+    return parse_hlo(text, f"<{inst.name}>")
 
 
 @dataclass
 class Variant:
-    config: LaunchConfig
+    """One program of a tuned instruction; ``name`` and ``key`` (the candidate's) default
+    to the launch / tile configuration's (``CandidateKey.other(config_name(config))``)."""
+    config: object
     program: object
     kinds: list = field(default_factory=list)
+    name: str = ""
+    key: object = None
+
+    def __post_init__(self):
+        from ...autotune.results import CandidateKey
+        self.name = self.name or config_name(self.config)
+        self.key = self.key or CandidateKey.other(self.name)
+
+
+def _pure_kernels(program) -> bool:
+    """Only launches and copies: the candidate can run it on the tuner's buffers."""
+    return bool(program.kernels) and all(t.kind in TUNABLE for t in program.entry.thunks)
+
+
+def _signature(program) -> tuple:
+    return tuple((k.code, tuple(k.grid), tuple(k.block)) for k in program.kernels)
 
 
 def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
@@ -67,7 +90,7 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
         return []
     module = standalone_module(fusion)
     base = build_program(module, device, LaunchConfig())
-    if any(t.kind not in TUNABLE for t in base.entry.thunks) or not base.kernels:
+    if not _pure_kernels(base):
         return []
     kinds = {k.kind for k in base.kernels}
     if kinds == {"triton_gemm"}:
@@ -85,7 +108,7 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
     out, seen = [], set()
     for cfg in configs:
         prog = base if cfg == default else build_program(module, device, cfg)
-        sig = tuple((k.code, tuple(k.grid), tuple(k.block)) for k in prog.kernels)
+        sig = _signature(prog)
         if sig in seen:
             continue
         seen.add(sig)
@@ -108,6 +131,40 @@ def _gemm_variants(module, device) -> list[Variant]:
     return out
 
 
+def conv_variants(call, device) -> list[Variant]:
+    """A cuDNN convolution call the conv kernel takes: one :class:`Variant` per algorithm
+    (``conv.ALGORITHMS``) whose kernel differs from those before it, keyed
+    ``CandidateKey.cudnn(algo_id)``; [] for any other instruction or a call that would run
+    on the host."""
+    from ...autotune.results import CandidateKey
+    from .conv import ALGORITHMS, is_convolution, with_algorithm
+    from .program import build_program
+    if call.opcode != "custom-call" or not is_convolution(call) \
+            or any(o.shape.is_tuple() for o in call.operands):
+        return []
+    module = standalone_module(call)
+    out, seen = [], set()
+    for alg in ALGORITHMS:
+        with_algorithm(module.entry.root, alg.algo_id)
+        prog = build_program(module, device)
+        if not _pure_kernels(prog):
+            return []
+        sig = _signature(prog)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(Variant(alg, prog, sorted({k.kind for k in prog.kernels}),
+                               name=alg.name, key=CandidateKey.cudnn(alg.algo_id)))
+    return out
+
+
+def kernel_variants(inst, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
+    """What the ``cuda`` and ``cuda-sim`` providers tune with generated kernels: a
+    fusion's launch configurations, a cuDNN convolution call's algorithms ([] else)."""
+    if inst.opcode == "fusion":
+        return variants(inst, device, vector_widths)
+    return conv_variants(inst, device)
+
+
 class LaunchCandidate:
     """One variant run straight on the autotuner's buffers: parameter slices are the
     input buffers, root slices the output buffers, other arena slices lie in the
@@ -115,10 +172,8 @@ class LaunchCandidate:
     n)`` are the backend's; ``constants(program)`` gives the constants' addresses."""
 
     def __init__(self, variant, name_map: dict, launch, copy, constants, errors=()):
-        from ...autotune.results import CandidateKey
         self.variant = variant
-        self.name = config_name(variant.config)
-        self.key = CandidateKey.other(self.name)
+        self.name, self.key = variant.name, variant.key
         self.scratch_bytes = _scratch_bytes(variant.program)
         self._names = name_map
         self._launch, self._copy, self._constants = launch, copy, constants

@@ -1,7 +1,8 @@
-"""cuda-sim's autotuning candidates: launch configurations of the generated kernels
-(all variants of one fusion in one translation unit: one host-compiler run, cached by
-content; run by the emulator straight on the tuner's host buffers), and, for the gemm and
-convolution library calls cuda-sim runs on the host, the host provider's candidates."""
+"""cuda-sim's autotuning candidates: launch configurations of the generated kernels and
+the conv kernel's algorithms for the cuDNN convolution calls it takes (all variants of
+one instruction in one translation unit: one host-compiler run, cached by content; run by
+the emulator straight on the tuner's host buffers), and, for the gemm calls and the
+convolutions cuda-sim runs on the host, the host provider's candidates."""
 from __future__ import annotations
 
 import ctypes
@@ -9,7 +10,7 @@ import ctypes
 from ...autotune.candidates import device_cache_key, measure_wall
 from ...autotune.host_provider import HostProvider
 from ...autotune.redzone import HostMemory
-from ..cuda.launch_tuning import LaunchCandidate, constants_in, merged_kernels, variants
+from ..cuda.launch_tuning import LaunchCandidate, constants_in, kernel_variants, merged_kernels
 from ..cuda.target import target_device
 
 
@@ -34,24 +35,26 @@ class SimProvider:
                                               d.clock_rate_ghz, d.memory_bandwidth,
                                               d.l2_cache_size)
 
-    def _fusion_variants(self, inst):
+    def _kernel_variants(self, inst):
         if inst not in self._variants:
-            self._variants[inst] = variants(inst, self.device_info)
+            self._variants[inst] = kernel_variants(inst, self.device_info)
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:
+        if inst.opcode == "custom-call" and self._kernel_variants(inst):
+            return "conv"
         kind = self._host.kind_of(inst)
         if kind is not None:
             return kind
-        if inst.opcode == "fusion" and len(self._fusion_variants(inst)) > 1:
+        if inst.opcode == "fusion" and len(self._kernel_variants(inst)) > 1:
             return "fusion"
         return None
 
     def candidates(self, inst) -> list:
-        if self._host.kind_of(inst) is not None:
+        vs = self._kernel_variants(inst)
+        if not vs and self._host.kind_of(inst) is not None:
             return self._host.candidates(inst)
         from .compiler import SimKernelError
-        vs = self._fusion_variants(inst)
         code, kernels, maps = merged_kernels(vs)
         lib: list = []
 
