@@ -39,6 +39,7 @@ def from_physical(data: bytes, shape):
 
 
 CONTROL = ("while", "conditional", "call")  # timed through the thunks they run
+MAX_GRAPH_THUNKS = 20000   # one CUDA graph holds at most this many thunks (loops unrolled)
 PROFILE_KIND = {"launch": "kernel", "host": "host call", "library": "library"}
 
 
@@ -69,6 +70,7 @@ class Runner:
         self._runs = 0
         self._loop_graphs: dict = {}   # (while thunk, state addresses) -> body graph
         self._capture_failed = False
+        self._capturing = False
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -116,7 +118,7 @@ class Runner:
         """Run the entry's thunks; a straight-line entry (launches, copies, cuBLASLt
         calls) is captured into a CUDA graph on its second run and replayed after
         (addresses are stable: the arena and the argument buffers are reused)."""
-        if not self._graphs_ok() or not self._capturable(entry.thunks):
+        if not self._graphs_ok() or not self._capturable(entry.thunks, frame):
             self.run_computation(entry, frame)
             return
         key = tuple(sorted(frame.params.items()))
@@ -142,6 +144,7 @@ class Runner:
         """A CUDA graph of what ``record`` puts on the stream, or None when the capture
         fails (graphs are then off for this runner; the work runs as plain thunks)."""
         self.dev.begin_capture()
+        self._capturing = True
         try:
             record()
         except Exception:  # noqa: BLE001 - e.g. a library call that refuses capture
@@ -151,6 +154,8 @@ class Runner:
                 pass
             self._capture_failed = True
             return None
+        finally:
+            self._capturing = False
         try:
             return self.dev.end_capture()
         except Exception:  # noqa: BLE001
@@ -245,17 +250,37 @@ class Runner:
             if s != d and n:
                 self.dev.copy(d, s, n)
 
-    def _capturable(self, thunks) -> bool:
+    def _capturable(self, thunks, frame=None) -> bool:
         """Whether ``thunks`` only put device work on the stream (launches, device copies,
-        cuBLASLt calls), so that a CUDA graph can hold them."""
+        cuBLASLt calls and, given the ``frame``, while loops with a known trip count whose
+        body is such work), so that a CUDA graph can hold them: at most
+        ``MAX_GRAPH_THUNKS`` of them, loops unrolled."""
+        size = 0
         for t in thunks:
             if t.kind == "library":
                 lt = getattr(self.dev, "cublaslt", None)
                 if lt is None or lt() is None:
                     return False
+            elif t.kind == "while" and frame is not None:
+                unrolled = self._unrolled_size(t, frame)
+                if unrolled is None:
+                    return False
+                size += unrolled
             elif t.kind not in ("launch", "copy"):
                 return False
-        return True
+            size += 1
+        return size <= MAX_GRAPH_THUNKS
+
+    def _unrolled_size(self, t, frame) -> int | None:
+        """Thunks of a while loop unrolled into its caller's graph, or None when it cannot
+        be (no known trip count, a body that is not plain device work, swapped state)."""
+        trips = known_trip_count(t.step.instruction)
+        if trips is None:
+            return None
+        _, body, state, _, f = self._loop_parts(t, frame)
+        if not self._capturable(body.thunks, f) or self._root_overlaps(body, f, state):
+            return None
+        return trips * (len(body.thunks) + len(state))
 
     def _root_overlaps(self, cp, frame, dsts) -> bool:
         """A root leaf is another leaf's destination (swapped state): the copy back then
@@ -263,21 +288,27 @@ class Runner:
         srcs = [self.addr(sl, frame) for sl in cp.root_slices]
         return any(s != d and s in dsts for s, d in zip(srcs, dsts))
 
+    def _loop_parts(self, t, frame):
+        """(condition, body, state addresses, state shapes, the body's frame) of a while
+        thunk in ``frame``."""
+        st = t.step
+        from ..interpreter.ops_control import called_by
+        progs = {cp.plan.computation: cp for cp in t.callees}
+        cond = progs[called_by(st.instruction, "condition")]
+        body = progs[called_by(st.instruction, "body")]
+        state = [self.addr(sl, frame) for sl in st.output_slices]
+        return cond, body, state, [v.shape for v in st.outputs], \
+            self._callee_frame(None, [state])
+
     def _while(self, t, frame):
         st = t.step
         inst = st.instruction
-        from ..interpreter.ops_control import called_by
-        cond_c, body_c = called_by(inst, "condition"), called_by(inst, "body")
-        progs = {cp.plan.computation: cp for cp in t.callees}
-        cond, body = progs[cond_c], progs[body_c]
-        state = [self.addr(sl, frame) for sl in st.output_slices]
-        shapes = [v.shape for v in st.outputs]
+        cond, body, state, shapes, f = self._loop_parts(t, frame)
         for d, sl, s in zip(state, st.input_slices, shapes):
             src = self.addr(sl, frame)
             n = s.num_elements() * s.dtype.itemsize
             if src != d and n:
                 self.dev.copy(d, src, n)
-        f = self._callee_frame(None, [state])
         trips = known_trip_count(inst)
         if trips is not None:  # XLA's WhileThunk with a trip count: no condition runs
             step = self._loop_body(t, body, f, state, shapes)
@@ -299,7 +330,9 @@ class Runner:
         def plain():
             self.run_computation(body, f)
             self._copy_root_to(body, f, state, shapes)
-        if not self._graphs_ok() or not self._capturable(body.thunks) or \
+        if self._capturing:      # unrolled into the graph being captured
+            return plain
+        if not self._graphs_ok() or not self._capturable(body.thunks, f) or \
                 self._root_overlaps(body, f, state):
             return plain
         key = (id(t), tuple(state))

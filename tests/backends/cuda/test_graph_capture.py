@@ -72,10 +72,13 @@ def _recording_device(sim_device):
     return dev
 
 
+# captures: the entry's graph (second run); with a known-trip-count loop also the loop
+# body's graph on the first, plain run. From then on a run is one graph launch: the
+# loops are unrolled into the entry's graph.
 @pytest.mark.parametrize("path, captures", [
-    (ROOT / "benchmarks" / "xla_gpu_modules" / "mlp_train_step.hlo", 1),   # entry graph
-    (SAMPLES / "while_loop.hlo", 1),                                      # while body graph
-    (ROOT / "benchmarks" / "xla_gpu_modules" / "scan.hlo", 1)], ids=lambda p: getattr(p, "stem", p))
+    (ROOT / "benchmarks" / "xla_gpu_modules" / "mlp_train_step.hlo", 1),
+    (SAMPLES / "while_loop.hlo", 2),
+    (ROOT / "benchmarks" / "xla_gpu_modules" / "scan.hlo", 2)], ids=lambda p: getattr(p, "stem", p))
 def test_graphs_replay_the_interpreter_results(path, captures):
     require_gxx()
     from hlo_opt import passes_api
@@ -92,8 +95,11 @@ def test_graphs_replay_the_interpreter_results(path, captures):
     # small inputs: the scan is a tanh recurrence of 100 steps, chaotic at full scale
     args = [a * 0.05 if a.dtype.kind == "f" else a for a in random_arguments(raw, 1)]
     want = compile_module(raw, "interpreter").run(args)
-    for _ in range(3):                    # plain, captured, replayed
+    for run in range(4):                  # plain, captured, replayed twice
+        before = dev.replays
         got = runner.run(args)
+        if run >= 2:
+            assert dev.replays == before + 1      # the whole run: one graph launch
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
                                        rtol=1e-4, atol=1e-5)
@@ -121,3 +127,24 @@ def test_a_failed_capture_falls_back_to_plain_thunks():
     for _ in range(3):
         np.testing.assert_array_equal(runner.run([x])[0], want[0])
     assert runner._capture_failed
+
+
+def test_a_loop_too_long_to_unroll_replays_its_body_graph(monkeypatch):
+    """Past MAX_GRAPH_THUNKS the loop stays out of the entry's graph: its body is one graph
+    replayed once per iteration (10 for the sample's known trip count)."""
+    require_gxx()
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda import runtime
+    from hlo_opt.backends.cuda_sim import SimExecutable
+    monkeypatch.setattr(runtime, "MAX_GRAPH_THUNKS", 20)
+    m = load(str(SAMPLES / "while_loop.hlo"))
+    exe = SimExecutable(m)
+    dev = _recording_device(exe.device)
+    r = runtime.Runner(exe.program, dev, profile=False)
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    want = compile_module(m, "interpreter").run([x])
+    for _ in range(3):
+        before = dev.replays
+        np.testing.assert_array_equal(r.run([x])[0], want[0])
+        assert dev.replays == before + 10
+    assert dev.captures == 1
