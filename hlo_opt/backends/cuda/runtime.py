@@ -118,12 +118,13 @@ class Runner:
         """Run the entry's thunks; a straight-line entry (launches, copies, cuBLASLt
         calls) is captured into a CUDA graph on its second run and replayed after
         (addresses are stable: the arena and the argument buffers are reused)."""
+        if self._graphs_ok():
+            key = tuple(sorted(frame.params.items()))
+            if self._graph is not None and self._graph[0] == key:  # replay: nothing else
+                self.dev.launch_graph(self._graph[1])
+                return
         if not self._graphs_ok() or not self._capturable(entry.thunks, frame):
             self.run_computation(entry, frame)
-            return
-        key = tuple(sorted(frame.params.items()))
-        if self._graph is not None and self._graph[0] == key:
-            self.dev.launch_graph(self._graph[1])
             return
         self._runs += 1
         if self._runs < 2:
@@ -332,12 +333,12 @@ class Runner:
             self._copy_root_to(body, f, state, shapes)
         if self._capturing:      # unrolled into the graph being captured
             return plain
-        if not self._graphs_ok() or not self._capturable(body.thunks, f) or \
-                self._root_overlaps(body, f, state):
-            return plain
         key = (id(t), tuple(state))
         graph = self._loop_graphs.get(key)
         if graph is None:
+            if not self._graphs_ok() or not self._capturable(body.thunks, f) or \
+                    self._root_overlaps(body, f, state):
+                return plain
             graph = self._capture(plain)
             if graph is None:
                 return plain
