@@ -49,10 +49,12 @@ cuDNN's vectorized NCHW_VECT_C operands and reordered int8x32 filters, cuDNN cal
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 from ...codegen import index as ix
 from ...errors import UnsupportedError
+from ...ir.types import numpy_dtype
 from ..interpreter.ops_convolution import conv_params, dim_labels
 from ..interpreter.ops_custom_call import (_ACTIVATIONS, _ROLES, _cudnn_config, _role_dims,
                                           backend_config)
@@ -246,13 +248,13 @@ def emit_conv(step, names: set, device):
                                 f" - ({win[d].padding_low})")
         kk = [kidx(f"k{d}", d) for d in range(sp)]
         emit(depth, f"const {it} xo = {off(xs, ['nx', 'c0'] + [f's{d}' for d in range(sp)])};")
-        nw = wd[0] * wd[1] * _prod(K)
-        if alg.stage_filter and 0 < nw * _itemsize(acc) <= SMEM_FILTER_BYTES:
+        nw = wd[0] * wd[1] * math.prod(K)
+        if alg.stage_filter and 0 < nw * numpy_dtype(acc).itemsize <= SMEM_FILTER_BYTES:
             # the whole filter in shared memory, [k..][i][o]: a warp's threads (adjacent
             # output features, or one feature) read adjacent words or one word, where
             # the filter's own layout (o major, as the gpu pipeline lays it out) would
             # touch a cache line per thread
-            kst = [_prod(K[d + 1:]) for d in range(sp)]
+            kst = [math.prod(K[d + 1:]) for d in range(sp)]
             prologue.append(f"  __shared__ {CTYPE[acc]} wsh[{nw}];")
             prologue.append(f"  for (int e = threadIdx.x; e < {nw}; e += blockDim.x) {{")
             kl = "e / " + str(wd[0] * wd[1])
@@ -356,19 +358,9 @@ def emit_conv(step, names: set, device):
             f'{", ".join(decl)}) {{\n{zero}' + "".join(x + "\n" for x in prologue)
             + f"  {loop.format(n=total)} {{\n"
             + "\n".join(L) + "\n  }\n}\n")
-    nbytes = sum(s.num_elements() * _itemsize(s.element_type) for s in ops + [res])
+    nbytes = sum(s.num_elements() * s.dtype.itemsize for s in ops + [res])
     return KernelSource(name, step.name, f"conv_{mode}", code, params, (grid, 1, 1),
                         (threads, 1, 1), fibered, bytes_moved=nbytes,
                         extra={"filter_in_shared_memory": fibered,
                                "algorithm": alg.algo_id})
 
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= x
-    return out
-
-
-def _itemsize(t: str) -> int:
-    return {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}.get(t, 1)

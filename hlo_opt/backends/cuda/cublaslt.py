@@ -10,10 +10,10 @@ import functools
 
 import numpy as np
 
+from ...ir.types import numpy_dtype
 from .toolchain import MissingToolError
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}
-ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 COMPUTE_32F = 68
 COMPUTE_64F = 70
 OP_N, OP_T = 0, 1
@@ -103,7 +103,8 @@ class CublasLt:
             bp = np.array([bias], dtype=np.uint64)
             self.lt.matmul_desc_set_attribute(desc, self.lt.MatmulDescAttribute.BIAS_POINTER,
                                               bp.ctypes.data, 8)
-        isz, osz = ITEMSIZE[plan.dtype], ITEMSIZE[plan.out_dtype]
+        isz = numpy_dtype(plan.dtype).itemsize
+        osz = numpy_dtype(plan.out_dtype).itemsize
         for oa, ob, od in plan.outer or ((0, 0, 0),):
             self.lt.matmul(self.handle, desc, al.ctypes.data, a + oa * isz, la, b + ob * isz,
                            lb, be.ctypes.data, c + od * osz, ld, d + od * osz, ld, algo,

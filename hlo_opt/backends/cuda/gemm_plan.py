@@ -18,6 +18,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from ...codegen.index import physical_strides
+
 GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")
 # cublasLtEpilogue_t of the epilogues this backend hands to cuBLASLt
 CUBLASLT_EPILOGUE = {"DEFAULT": 1, "RELU": 2, "BIAS": 4, "BIAS_RELU": 6, "GELU": 32,
@@ -85,7 +87,7 @@ def gemm_plan(inst) -> GemmPlan | None:
     rfree = [d for d in range(rhs.rank) if d not in rc and d not in rb]
     if len(lfree) > 1 or len(rfree) > 1 or out.rank != nb + len(lfree) + len(rfree):
         return None
-    ls, rs, os_ = _strides(lhs), _strides(rhs), _strides(out)
+    ls, rs, os_ = physical_strides(lhs), physical_strides(rhs), physical_strides(out)
     k = lhs.dims[lc[0]]
     if rhs.dims[rc[0]] != k:
         return None
@@ -97,8 +99,8 @@ def gemm_plan(inst) -> GemmPlan | None:
     c_operand = bias_operand = None
     if beta != 0:
         c_operand, pos = pos, pos + 1
-        if ops[c_operand].shape.element_type != odt or _strides(ops[c_operand].shape) != os_ \
-                or ops[c_operand].shape.dims != out.dims:
+        c = ops[c_operand].shape
+        if c.element_type != odt or c.dims != out.dims or physical_strides(c) != os_:
             return None
     if epilogue.startswith("BIAS"):
         bias_operand, pos = pos, pos + 1
@@ -176,11 +178,6 @@ def _dot_dims(inst):
             ints("lhs_batch_dimensions"), ints("rhs_batch_dimensions"),
             float(cfg.get("alpha_real", 1) or 1), float(cfg.get("beta", 0) or 0), epilogue,
             int(cfg.get("selected_algorithm", -1) or -1))
-
-
-def _strides(shape) -> list[int]:
-    from ...codegen.index import physical_strides
-    return physical_strides(shape)
 
 
 def _column_major(rows, cols, s_rows, s_cols):

@@ -233,7 +233,3 @@ def _less(name, cmp_name, params, st, n) -> str:
               "  return a < b;", "}"]
     return "\n".join(lines) + "\n"
 
-
-def check_supported(step) -> None:
-    if _hero(step.instruction) is None:
-        raise UnsupportedError("not a sort")

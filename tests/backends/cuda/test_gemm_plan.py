@@ -23,9 +23,9 @@ def _matrix(flat, offset, mat):
 
 
 def cublaslt_model(plan, a, b, c, bias):
-    """cublasLtMatmul as documented, on flat arrays (float64); returns D's flat array."""
-    d = np.array(c, dtype=np.float64) if c is not None else np.zeros(
-        max(plan.d.ld * plan.d.cols * plan.batch * (len(plan.outer) or 1) * 4, 1))
+    """cublasLtMatmul as documented, on flat arrays (float64; ``c`` also gives D's size);
+    returns D's flat array."""
+    d = np.array(c, dtype=np.float64)
     d_out = d.copy()
     for oa, ob, od in plan.outer or ((0, 0, 0),):
         for q in range(plan.batch):
