@@ -481,6 +481,28 @@ def environment():
         except metadata.PackageNotFoundError:
             found.append(f"{pkg} -")
     say("packages: " + ", ".join(found))
+    say("libraries: " + libraries_found())
+
+
+def libraries_found() -> str:
+    """Which of NVIDIA's libraries the machine can load (cuDNN through its frontend; cuFFT,
+    cuSOLVER, cuBLAS through cuda-pathfinder), so a run says what its library paths used."""
+    seen = []
+    try:
+        import cudnn
+        seen.append(f"cudnn backend {cudnn.backend_version()}")
+    except Exception as e:  # noqa: BLE001
+        seen.append(f"cudnn - ({type(e).__name__}: {str(e)[:80]})")
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+    except ImportError:
+        return "; ".join(seen + ["cuda-pathfinder -"])
+    for lib in ("cublasLt", "cufft", "cusolver", "cudnn"):
+        try:
+            seen.append(f"{lib} {load_nvidia_dynamic_lib(lib).abs_path}")
+        except Exception as e:  # noqa: BLE001
+            seen.append(f"{lib} - ({type(e).__name__})")
+    return "; ".join(seen)
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -531,8 +553,8 @@ def main(argv=None):
         "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
         "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
                      lambda: say("  " + memcheck(95))),
-        "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 75,
-                     lambda: autotune(backend, scale, 40.0 if ns.quick else 60.0)),
+        "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 100,
+                     lambda: autotune(backend, scale, 70.0 if ns.quick else 90.0)),
         "programs": (f"whole JAX programs vs XLA ({backend})", 100,
                      lambda: programs(backend, iters, 50.0 if ns.quick else 80.0)),
     }
