@@ -21,6 +21,8 @@ class CudaDeviceAdapter:
         self.mod = loaded
         self.libraries = libraries
         self.name = f"cuda ({dev.name})"
+        self._libs: dict = {}
+        self.library_errors: dict = {}
         for m in ("alloc", "upload", "download", "copy", "sync", "begin_capture",
                   "end_capture", "launch_graph"):
             setattr(self, m, getattr(dev, m))
@@ -37,6 +39,27 @@ class CudaDeviceAdapter:
             except Exception:  # noqa: BLE001 - the gemm then runs on the host
                 self.libraries = False
         return self.libraries or None
+
+    def _load(self, name: str, factory):
+        """A library object (``factory(driver device)``), or None when it cannot load (its
+        error kept in ``library_errors``: the thunks then run on the host)."""
+        if name not in self._libs:
+            try:
+                self._libs[name] = factory(self.d)
+            except Exception as e:  # noqa: BLE001 - missing package, library or driver
+                self._libs[name] = None
+                self.library_errors[name] = f"{type(e).__name__}: {str(e)[:160]}"
+        return self._libs[name]
+
+    def cufft(self):
+        """cuFFT on this device, or None (nvmath-python or libcufft missing)."""
+        from .cufft import Cufft
+        return self._load("cufft", Cufft)
+
+    def solvers(self):
+        """cuSOLVER + cuBLAS on this device, or None (nvmath-python or a library missing)."""
+        from .cusolver import Solvers
+        return self._load("solvers", Solvers)
 
     def library_call(self, runner, thunk, frame) -> None:
         from .libraries import run_library_call

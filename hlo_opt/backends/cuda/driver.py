@@ -134,6 +134,10 @@ class Device:
     def memset(self, addr: int, nbytes: int) -> None:
         _ck(self.drv.cuMemsetD8Async(addr, 0, nbytes, self.stream), "cuMemsetD8")
 
+    def memset16(self, addr: int, value: int, count: int) -> None:
+        """``count`` 16-bit words of ``value`` at ``addr``."""
+        _ck(self.drv.cuMemsetD16Async(addr, value, count, self.stream), "cuMemsetD16")
+
     def sync(self) -> None:
         _ck(self.drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 

@@ -1,23 +1,89 @@
-"""Library calls of the ``gpu`` pipeline on the CUDA device: gemms (``__cublas$gemm``,
-``__cublas$lt$matmul``, plain ``dot``) through cuBLASLt (nvmath-python's bindings) as
-their :class:`~.gemm_plan.GemmPlan` says; without cuBLASLt, and for every other library
-call, the step runs on the host (``HostCall``)."""
+"""Library calls of the ``gpu`` pipeline on the CUDA device, by the thunk's plan: gemms
+(``__cublas$gemm``, ``__cublas$lt$matmul``, plain ``dot``) through cuBLASLt, ``fft``
+through cuFFT, cholesky (``cholesky``, ``__cusolver$cholesky``) through cuSOLVER potrf and
+triangular-solve (``triangular-solve``, ``__cublas$triangularSolve``) through cuBLAS trsm,
+all by nvmath-python's bindings.  Where the library cannot load (no nvmath-python, no
+libcufft ...) or refuses a plan, the step runs on the host (``HostCall``) as before, and
+the program notes it once in ``Program.host_fallbacks``.
+"""
 from __future__ import annotations
+
+from .fft_plan import FftPlan
+from .gemm_plan import GemmPlan
+from .solver_plan import CholeskyPlan, TrsmPlan
+
+# plan type -> the device adapter's loader of the library that runs it
+LOADERS = {GemmPlan: "cublaslt", FftPlan: "cufft", CholeskyPlan: "solvers",
+           TrsmPlan: "solvers"}
+
+
+def library_plan(inst):
+    """The library plan of a library-call instruction, or None (it runs on the host)."""
+    from .fft_plan import fft_plan
+    from .gemm_plan import gemm_plan
+    from .solver_plan import cholesky_plan, trsm_plan
+    for make in (gemm_plan, fft_plan, cholesky_plan, trsm_plan):
+        plan = make(inst)
+        if plan is not None:
+            return plan
+    return None
+
+
+def _library(dev, spec):
+    get = getattr(dev, LOADERS[type(spec)], None)
+    return get() if get is not None else None
+
+
+def capturable(dev, thunk) -> bool:
+    """Whether a library thunk only puts device work on the stream (a CUDA graph may hold
+    it): not a cholesky (cuSOLVER's potrf is not known to be capturable, and the plain op
+    reads ``info`` back), not one that runs on the host."""
+    spec = thunk.spec
+    if isinstance(spec, CholeskyPlan):
+        return False
+    lib = _library(dev, spec)
+    return lib is not None and spec not in getattr(lib, "failed", ())
+
+
+def _host(dev, runner, thunk, frame, why: str) -> None:
+    notes = runner.p.host_fallbacks
+    if not any(name == thunk.name for name, _ in notes):
+        notes.append((thunk.name, why))
+    runner._host_call(thunk.step, frame)
 
 
 def run_library_call(dev, runner, thunk, frame) -> None:
-    """A library thunk on the CUDA device: a gemm through cuBLASLt when nvmath-python is
-    installed, else on the host."""
-    lt = dev.cublaslt()
-    st = thunk.step
-    if lt is None:
-        runner._host_call(st, frame)
+    """A library thunk on the CUDA device: through its library when that loads and takes
+    the plan, else on the host."""
+    st, plan = thunk.step, thunk.spec
+    lib = _library(dev, plan)
+    if lib is None:
+        _host(dev, runner, thunk, frame, f"{LOADERS[type(plan)]} unavailable: "
+              f"{getattr(dev, 'library_errors', {}).get(LOADERS[type(plan)], 'not loaded')}")
         return
-    plan = thunk.spec
-    ia, ib = plan.operands
     addr = lambda i: runner.addr(st.input_slices[i], frame)  # noqa: E731
     out = runner.addr(st.output_slices[0], frame)
-    lt.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand is not None
-           else out, out, addr(plan.bias_operand) if plan.bias_operand is not None else None)
+    if isinstance(plan, GemmPlan):
+        ia, ib = plan.operands
+        lib.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand is not None
+                else out, out, addr(plan.bias_operand) if plan.bias_operand is not None
+                else None)
+    else:
+        if plan in lib.failed:
+            runner._host_call(st, frame)
+            return
+        try:  # handles, plans and workspaces: a refusal here leaves every buffer as it was
+            lib.prepare(plan)
+        except Exception as e:  # noqa: BLE001 - e.g. a size cuFFT does not plan
+            lib.failed.add(plan)
+            _host(dev, runner, thunk, frame, f"{type(e).__name__}: {str(e)[:160]}")
+            return
+        if isinstance(plan, FftPlan):
+            lib.run(plan, addr(0), out)
+        elif isinstance(plan, CholeskyPlan):
+            info = runner.addr(st.output_slices[2], frame) if not plan.nan_fill else None
+            lib.cholesky(plan, addr(0), out, info)
+        else:
+            lib.trsm(plan, addr(0), addr(1), out, st.output_slices[0].size)
     for sl in thunk.args:  # workspaces something reads: zeros (as the interpreter's)
         dev.d.memset(runner.addr(sl, frame), sl.size)

@@ -9,9 +9,11 @@ Thunk kinds (XLA's thunks, in spirit):
 
 * ``Launch``: one kernel, its arguments as buffer slices;
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
-* ``Library``: a gemm through cuBLASLt (``gemm_plan.py``);
-* ``HostCall``: an instruction no kernel or library covers yet (fft, cholesky, triangular
-  solve, integer convolutions, s4/c64 element types, collectives ...; convolutions, sort /
+* ``Library``: a gemm through cuBLASLt (``gemm_plan.py``), an fft through cuFFT
+  (``fft_plan.py``), a cholesky / triangular solve through cuSOLVER / cuBLAS
+  (``solver_plan.py``); ``libraries.py`` runs them, on the host where a library is missing;
+* ``HostCall``: an instruction no kernel or library covers yet (the library ops in layouts
+  no plan maps, integer convolutions, s4/c64 element types, collectives ...; convolutions, sort /
   topk and scatter have kernels: ``LIBRARY_EMITTERS``), run by the interpreter on the
   host between device work;
 * ``While`` / ``Conditional`` / ``Call``: host control flow around device thunks, reading
@@ -27,8 +29,9 @@ from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitt
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .conv import emit_conv
 from .emitters import LaunchConfig, emit_kernel
-from .gemm_plan import gemm_plan
+from .libraries import library_plan
 from .scatter import emit_scatter
+from .solver_plan import CholeskyPlan
 from .sort import emit_sort
 from .renderer import STORAGE
 
@@ -163,11 +166,12 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                                                             st.input_slices[base]],
                                  nbytes=st.output_slices[0].size))
             return out + [_launch(st, k)]
-        spec = gemm_plan(st.instruction) if use_libraries else None
+        spec = library_plan(st.instruction) if use_libraries else None
         if spec is not None:  # args: the workspace outputs something reads (zeroed)
+            written = 2 if isinstance(spec, CholeskyPlan) else None   # potrf's info
             return [Thunk("library", st.name, st, spec=spec, args=[
-                sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
-                if sl.size and _leaf_read(v.inst, v.leaf)])]
+                sl for j, (v, sl) in enumerate(zip(st.outputs[1:], st.output_slices[1:]), 1)
+                if j != written and sl.size and _leaf_read(v.inst, v.leaf)])]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")
 

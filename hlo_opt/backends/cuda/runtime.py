@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from ...errors import HloError
+from .libraries import capturable
 
 
 def to_physical(arr, shape) -> bytes:
@@ -253,14 +254,14 @@ class Runner:
 
     def _capturable(self, thunks, frame=None) -> bool:
         """Whether ``thunks`` only put device work on the stream (launches, device copies,
-        cuBLASLt calls and, given the ``frame``, while loops with a known trip count whose
-        body is such work), so that a CUDA graph can hold them: at most
+        library calls that may be captured (``libraries.capturable``) and, given the
+        ``frame``, while loops with a known trip count whose body is such work), so that
+        a CUDA graph can hold them: at most
         ``MAX_GRAPH_THUNKS`` of them, loops unrolled."""
         size = 0
         for t in thunks:
             if t.kind == "library":
-                lt = getattr(self.dev, "cublaslt", None)
-                if lt is None or lt() is None:
+                if not capturable(self.dev, t):
                     return False
             elif t.kind == "while" and frame is not None:
                 unrolled = self._unrolled_size(t, frame)
