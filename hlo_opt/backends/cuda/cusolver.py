@@ -53,6 +53,7 @@ class Solvers:
             return hit
         n, isz = plan.n, numpy_dtype(plan.dtype).itemsize
         full = self.dev.alloc(n * n * isz)
+        self.dev.memset(full, n * n * isz)   # geam's B (beta = 0): defined all the same
         packed = self.dev.alloc(max(n * (n + 1) // 2, 1) * isz)
         size = getattr(self.dn, f"{plan.letter}potrf_buffer_size")
         lwork = max(int(size(self.solver, FILL[plan.uplo], n, full, n)), 1)
