@@ -40,7 +40,9 @@ ENTRY e {
   irfft_z2d_2d = f64[4,32,32]{2,1,0} fft(rfft_d2z_2d), fft_type=IRFFT, fft_length={32,32}
   rfft_d2z_3d = c128[2,8,8,5]{3,2,1,0} fft(f), fft_type=RFFT, fft_length={8,8,8}
   irfft_z2d_3d = f64[2,8,8,8]{3,2,1,0} fft(rfft_d2z_3d), fft_type=IRFFT, fft_length={8,8,8}
-  ROOT o = (c64[8,64], c64[4,16,16], c128[2,8,8,8], f32[16,128], f64[4,32,32], f64[2,8,8,8]) tuple(fft_c2c_1d, ifft_c2c_2d, fft_z2z_3d, irfft_c2r_1d, irfft_z2d_2d, irfft_z2d_3d)
+  ROOT o = (c64[8,64], c64[4,16,16], c128[2,8,8,8], f32[16,128], f64[4,32,32],
+            f64[2,8,8,8]) tuple(fft_c2c_1d, ifft_c2c_2d, fft_z2z_3d, irfft_c2r_1d,
+            irfft_z2d_2d, irfft_z2d_3d)
 }"""
 
 FFT_BIG = """HloModule fft_4096
