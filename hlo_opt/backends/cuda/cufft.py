@@ -32,7 +32,7 @@ class Cufft:
         self.version = self.fft.get_version()   # loads libcufft: fails here, not mid-run
         self.dev = device
         self.plans: dict = {}
-        self.failed: set = set()      # plans cuFFT refused (they run on the host)
+        self.failed: dict = {}        # plan -> why cuFFT refused it (it runs on the host)
         self._blas_handle = None
 
     def _handle(self):

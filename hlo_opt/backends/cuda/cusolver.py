@@ -40,7 +40,7 @@ class Solvers:
         self.handle = self.blas.create()
         self.blas.set_stream(self.handle, int(device.stream))
         self.plans: dict = {}
-        self.failed: set = set()      # plans a library refused (they run on the host)
+        self.failed: dict = {}        # plan -> why a library refused it (it runs on the host)
 
     # ---- cholesky -------------------------------------------------------------------------
     def prepare(self, plan):

@@ -37,12 +37,30 @@ def _library(dev, spec):
 def capturable(dev, thunk) -> bool:
     """Whether a library thunk only puts device work on the stream (a CUDA graph may hold
     it): not a cholesky (cuSOLVER's potrf is not known to be capturable, and the plain op
-    reads ``info`` back), not one that runs on the host."""
+    reads ``info`` back), not one that runs on the host.  The runtime asks before any
+    capture, so the plan's handles and workspaces are made here, outside it."""
     spec = thunk.spec
     if isinstance(spec, CholeskyPlan):
         return False
     lib = _library(dev, spec)
-    return lib is not None and spec not in getattr(lib, "failed", ())
+    if lib is None:
+        return False
+    if isinstance(spec, GemmPlan):
+        return True
+    return _prepare(lib, spec) is None
+
+
+def _prepare(lib, plan) -> str | None:
+    """None when ``lib`` has what ``plan`` needs, else why not (kept: it is not asked
+    again; the step runs on the host)."""
+    if plan in lib.failed:
+        return lib.failed[plan]
+    try:  # handles, plans and workspaces: a refusal here leaves every buffer as it was
+        lib.prepare(plan)
+    except Exception as e:  # noqa: BLE001 - e.g. a size cuFFT does not plan
+        lib.failed[plan] = f"{type(e).__name__}: {str(e)[:160]}"
+        return lib.failed[plan]
+    return None
 
 
 def _host(dev, runner, thunk, frame, why: str) -> None:
@@ -69,14 +87,9 @@ def run_library_call(dev, runner, thunk, frame) -> None:
                 else out, out, addr(plan.bias_operand) if plan.bias_operand is not None
                 else None)
     else:
-        if plan in lib.failed:
-            runner._host_call(st, frame)
-            return
-        try:  # handles, plans and workspaces: a refusal here leaves every buffer as it was
-            lib.prepare(plan)
-        except Exception as e:  # noqa: BLE001 - e.g. a size cuFFT does not plan
-            lib.failed.add(plan)
-            _host(dev, runner, thunk, frame, f"{type(e).__name__}: {str(e)[:160]}")
+        why = _prepare(lib, plan)
+        if why is not None:
+            _host(dev, runner, thunk, frame, why)
             return
         if isinstance(plan, FftPlan):
             lib.run(plan, addr(0), out)

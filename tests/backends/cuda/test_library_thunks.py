@@ -53,7 +53,7 @@ class HostCufft:
     """cuFFT's interface (``Cufft``) over host memory, by the plan test's model."""
 
     def __init__(self, refuse=False):
-        self.failed: set = set()
+        self.failed: dict = {}
         self.calls = 0
         self.refuse = refuse
 
@@ -73,7 +73,7 @@ class HostSolvers:
     """cuSOLVER + cuBLAS's interface (``Solvers``) over host memory."""
 
     def __init__(self):
-        self.failed: set = set()
+        self.failed: dict = {}
         self.calls = 0
 
     def prepare(self, plan):
