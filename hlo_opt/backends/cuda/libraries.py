@@ -29,6 +29,22 @@ def library_plan(inst):
     return None
 
 
+def describe(plan) -> str:
+    """One line on what a library thunk calls (``--stage=hlo-backend``)."""
+    if isinstance(plan, GemmPlan):
+        return f"cuBLASLt matmul {plan.m}x{plan.n}x{plan.k} {plan.dtype} batch {plan.batch}"
+    if isinstance(plan, FftPlan):
+        lengths = "x".join(map(str, plan.lengths))
+        scale = f", scaled by 1/{round(1 / plan.scale)}" if plan.scale != 1.0 else ""
+        return f"cuFFT {plan.transform} {lengths} batch {plan.batch}{scale}"
+    if isinstance(plan, CholeskyPlan):
+        extra = ", input transposed by geam" if plan.transpose_input else ""
+        return (f"cuSOLVER {plan.letter}potrf n={plan.n} uplo={plan.uplo} batch "
+                f"{plan.batch}{extra}" + (", NaN where info != 0" if plan.nan_fill else ""))
+    return (f"cuBLAS {plan.letter}trsm side={plan.side} uplo={plan.uplo} op={plan.trans} "
+            f"diag={'U' if plan.unit_diagonal else 'N'} {plan.m}x{plan.n} batch {plan.batch}")
+
+
 def _library(dev, spec):
     get = getattr(dev, LOADERS[type(spec)], None)
     return get() if get is not None else None
