@@ -36,8 +36,9 @@ class CudaDeviceAdapter:
             try:
                 from .cublaslt import CublasLt
                 self.libraries = CublasLt(self.d)
-            except Exception:  # noqa: BLE001 - the gemm then runs on the host
+            except Exception as e:  # noqa: BLE001 - the gemm then runs on the host
                 self.libraries = False
+                self.library_errors["cublaslt"] = f"{type(e).__name__}: {str(e)[:160]}"
         return self.libraries or None
 
     def _load(self, name: str, factory):
