@@ -107,12 +107,21 @@ def run_library_call(dev, runner, thunk, frame) -> None:
         if why is not None:
             _host(dev, runner, thunk, frame, why)
             return
-        if isinstance(plan, FftPlan):
-            lib.run(plan, addr(0), out)
-        elif isinstance(plan, CholeskyPlan):
-            info = runner.addr(st.output_slices[2], frame) if not plan.nan_fill else None
-            lib.cholesky(plan, addr(0), out, info)
-        else:
-            lib.trsm(plan, addr(0), addr(1), out, st.output_slices[0].size)
+        try:
+            if isinstance(plan, FftPlan):
+                lib.run(plan, addr(0), out)
+            elif isinstance(plan, CholeskyPlan):
+                info = runner.addr(st.output_slices[2], frame) if not plan.nan_fill else None
+                lib.cholesky(plan, addr(0), out, info)
+            else:
+                lib.trsm(plan, addr(0), addr(1), out, st.output_slices[0].size)
+        except Exception as e:  # noqa: BLE001 - the library refused the call itself
+            # inside a stream capture the runtime falls back (no host work there); a
+            # cholesky over its own input (in place) has nothing left to redo it from
+            if getattr(runner, "_capturing", False) or addr(0) == out:
+                raise
+            lib.failed[plan] = f"{type(e).__name__}: {str(e)[:160]}"
+            _host(dev, runner, thunk, frame, lib.failed[plan])
+            return
     for sl in thunk.args:  # workspaces something reads: zeros (as the interpreter's)
         dev.d.memset(runner.addr(sl, frame), sl.size)

@@ -52,16 +52,19 @@ def _store(addr: int, values: np.ndarray) -> None:
 class HostCufft:
     """cuFFT's interface (``Cufft``) over host memory, by the plan test's model."""
 
-    def __init__(self, refuse=False):
+    def __init__(self, refuse=False, fail_exec=False):
         self.failed: dict = {}
         self.calls = 0
         self.refuse = refuse
+        self.fail_exec = fail_exec
 
     def prepare(self, plan):
         if self.refuse:
             raise RuntimeError("CUFFT_INVALID_SIZE")
 
     def run(self, plan, x, out):
+        if self.fail_exec:
+            raise RuntimeError("CUFFT_EXEC_FAILED")
         self.calls += 1
         flat = _array(x, plan.batch * plan.idist, numpy_dtype(plan.in_dtype))
         y = cufft_model(plan, flat.astype(np.complex128 if plan.in_dtype[0] == "c"
@@ -185,6 +188,10 @@ def test_missing_or_refusing_libraries_run_on_the_host():
     prog, runner = _run(m, refusing, HostSolvers())
     assert len(refusing.failed) == 3 and refusing.calls == 0
     assert all("CUFFT_INVALID_SIZE" in why for _, why in prog.host_fallbacks)
+    failing = HostCufft(fail_exec=True)
+    prog, runner = _run(m, failing, HostSolvers())
+    assert len(failing.failed) == 3 and failing.calls == 0
+    assert all("CUFFT_EXEC_FAILED" in why for _, why in prog.host_fallbacks)
     assert not any(capturable(runner.dev, t) for t in prog.entry.thunks
                    if isinstance(t.spec, FftPlan))
 
