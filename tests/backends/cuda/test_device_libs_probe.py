@@ -19,14 +19,16 @@ def _script():
     return mod
 
 
-@pytest.mark.parametrize("case", ["fft", "cholesky", "cholesky-gpu-pipeline", "trsm"])
+@pytest.mark.parametrize("case", ["fft", "cholesky", "cholesky-gpu-pipeline", "trsm",
+                                  "trsm-gpu-pipeline"])
 def test_cases_pass_under_cuda_sim(case):
     require_gxx()
     s = _script()
     text, pipeline = {"fft": (s.FFT_SMALL, None),
                       "cholesky": (s._chol("f64", [3, 16, 16], False, "chol"), None),
                       "cholesky-gpu-pipeline": (s._chol("f32", [2, 8, 8], True, "c"), "gpu"),
-                      "trsm": (s._trsm_module(), None)}[case]
+                      "trsm": (s._trsm_module(), None),
+                      "trsm-gpu-pipeline": (s._trsm_module(), "gpu")}[case]
     lines = []
     assert s._case(lines.append, case.split("-")[0], text, pipeline, backend="cuda-sim"), lines
     assert lines and all("MISMATCH" not in x for x in lines)
