@@ -14,7 +14,7 @@ from ...ir.types import numpy_dtype
 from .solver_plan import DIAG, FILL, OP, SIDE
 from .toolchain import MissingToolError
 
-F16_NAN = 0x7FF8   # cuMemsetD16 pattern: a NaN in every float type (f32/f64, complex parts)
+NAN_WORD = 0x7FF8  # cuMemsetD16's word: repeated, a NaN in f32 and f64 (and complex parts)
 
 
 @functools.cache
@@ -91,7 +91,7 @@ class Solvers:
             codes = np.frombuffer(self.dev.download(info, 4 * plan.batch), dtype=np.int32)
             for (_, io), code in zip(plan.offsets, codes):
                 if code != 0:
-                    self.dev.memset16(out + io * isz, F16_NAN, n * n * isz // 2)
+                    self.dev.memset16(out + io * isz, NAN_WORD, n * n * isz // 2)
 
     # ---- triangular solve -----------------------------------------------------------------
     def trsm(self, plan, a: int, b: int, x: int, nbytes: int) -> None:

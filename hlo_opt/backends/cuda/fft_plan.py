@@ -93,5 +93,7 @@ def fft_plan(inst) -> FftPlan | None:
     # batch elements sit at multiples of its size in the same order for both shapes
     assert physical_strides(x)[x.rank - r:] == row_major_strides(in_fft)
     batch = math.prod(x.dims[:-r])
+    if batch == 0:        # nothing to transform: no cuFFT plan takes a batch of 0
+        return None
     return FftPlan(fft_type, hit[0], lengths, batch, math.prod(in_fft), math.prod(out_fft),
                    x.element_type, out.element_type)

@@ -245,3 +245,22 @@ def test_bindings_load_or_say_why(name):
     else:
         pytest.skip(f"{name} loaded: a machine with a driver (scripts/device_libs_libs.py "
                     "checks the libraries there)")
+
+
+def test_the_nan_word_is_a_nan_in_every_float_type():
+    from hlo_opt.backends.cuda.cusolver import NAN_WORD
+    words = np.full(8, NAN_WORD, dtype=np.uint16).tobytes()
+    for dt in (np.float32, np.float64, np.complex64, np.complex128):
+        v = np.frombuffer(words, dtype=dt)
+        assert np.isnan(v.view(np.float32 if dt in (np.float32, np.complex64)
+                               else np.float64)).all()
+
+
+def test_empty_batches_have_no_fft_plan():
+    from hlo_opt.backends.cuda.fft_plan import fft_plan
+    m = parse_hlo("""HloModule m
+ENTRY e {
+  x = c64[0,8]{1,0} parameter(0)
+  ROOT f = c64[0,8]{1,0} fft(x), fft_type=FFT, fft_length={8}
+}""")
+    assert fft_plan(m.entry.root) is None
