@@ -264,3 +264,112 @@ ENTRY e {
   ROOT f = c64[0,8]{1,0} fft(x), fft_type=FFT, fft_length={8}
 }""")
     assert fft_plan(m.entry.root) is None
+
+
+# ---- the binding calls as the library classes make them ----------------------------------------
+class _Recorder:
+    """A binding module that records each call (and answers what the code needs)."""
+
+    ANSWERS = {"create": 7, "make_plan_many64": 4096, "get_version": 12000}
+
+    def __init__(self, module, calls):
+        self.module, self.calls = module, calls
+
+    def __getattr__(self, name):
+        real = getattr(self.module, name)
+        if not callable(real) or isinstance(real, type):
+            return real
+
+        def call(*args):
+            self.calls.append((real, args))
+            if name.endswith("buffer_size"):
+                return 16
+            return self.ANSWERS.get(name)
+        return call
+
+
+class _FakeDevice:
+    stream = 0
+
+    def __init__(self):
+        self.next = 1 << 20
+
+    def alloc(self, n):
+        self.next += max(int(n), 1) + 256
+        return self.next
+
+    def copy(self, *a):
+        pass
+
+    def memset(self, *a):
+        pass
+
+    def memset16(self, *a):
+        pass
+
+    def download(self, addr, n):
+        return bytes(n)
+
+
+def test_binding_calls_match_nvmath_signatures(monkeypatch):
+    """Every cuFFT / cuBLAS / cuSOLVER call the classes make, replayed against
+    nvmath-python's bindings: without a driver each must fail on the missing driver, not
+    on its arguments (arity, types)."""
+    try:
+        from nvmath.bindings import cublas, cufft, cusolverDn
+    except ImportError:
+        pytest.skip("nvmath-python is not installed: its signatures cannot be checked")
+    from hlo_opt.backends.cuda import cufft as cufft_mod
+    from hlo_opt.backends.cuda import cusolver as cusolver_mod
+    from hlo_opt.backends.cuda.fft_plan import fft_plan
+    from hlo_opt.backends.cuda.solver_plan import cholesky_plan, trsm_plan
+    calls: list = []
+    monkeypatch.setattr(cufft_mod, "_libs", lambda: (_Recorder(cufft, calls),
+                                                      _Recorder(cublas, calls)))
+    monkeypatch.setattr(cusolver_mod, "_libs", lambda: (_Recorder(cusolverDn, calls),
+                                                         _Recorder(cublas, calls)))
+    dev = _FakeDevice()
+    ffts = cufft_mod.Cufft(dev)
+    for t, r, lengths, fft_type in (("c64", "c64", "8", "IFFT"), ("c128", "c128", "4,4", "IFFT"),
+                                    ("f32", "c64", "16", "RFFT"), ("f64", "c128", "16", "RFFT"),
+                                    ("c64", "f32", "16", "IRFFT"), ("c128", "f64", "16", "IRFFT")):
+        n = [int(v) for v in lengths.split(",")]
+        half = n[:-1] + [n[-1] // 2 + 1]
+        ind = half if fft_type == "IRFFT" else n
+        outd = half if fft_type == "RFFT" else n
+        d = lambda xs: ",".join(map(str, [2] + xs))  # noqa: E731
+        inst = parse_hlo(f"""HloModule m
+ENTRY e {{
+  x = {t}[{d(ind)}] parameter(0)
+  ROOT f = {r}[{d(outd)}] fft(x), fft_type={fft_type}, fft_length={{{lengths}}}
+}}""").entry.root
+        ffts.run(fft_plan(inst), 1 << 30, 1 << 31)
+    solvers = cusolver_mod.Solvers(dev)
+    for dt in ("f32", "f64", "c64", "c128"):
+        for custom, in_l in ((False, "{2,1,0}"), (True, "{1,2,0}"), (True, "{2,1,0}")):
+            from tests.backends.cuda.test_solver_plan import cholesky_module, trsm_module
+            plan = cholesky_plan(cholesky_module(dt, [2, 4, 4], True, in_l, "{1,2,0}",
+                                                 custom).entry.root)
+            solvers.cholesky(plan, 1 << 30, 1 << 31, (1 << 32) if custom else None)
+        plan = trsm_plan(trsm_module(dt, [2, 4, 4], [2, 4, 3], "{2,1,0}", "{2,1,0}", True,
+                                     False, True, "TRANSPOSE", False).entry.root)
+        solvers.trsm(plan, 1 << 30, 1 << 31, 1 << 32, 96)
+    names = {fn.__name__ for fn, _ in calls}
+    assert {"make_plan_many64", "set_work_area", "exec_c2r", "exec_z2d", "csscal", "dscal",
+            "spotrf", "zpotrf", "cgeam", "ztrttp", "dtpttr", "strsm", "ztrsm"} <= names
+    seen = set()
+    for fn, args in calls:
+        key = (fn.__name__, tuple(type(a) for a in args))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            fn(*args)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise AssertionError(f"{fn.__name__}{args}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - the missing driver (or library): expected
+            assert "driver" in str(e).lower() or "not found" in str(e).lower() \
+                or "load" in str(e).lower(), f"{fn.__name__}: {type(e).__name__}: {e}"
+        else:
+            pytest.skip("a driver is present: the calls ran for real")
+    print(f"{len(seen)} distinct binding calls checked: {sorted(names)}")
