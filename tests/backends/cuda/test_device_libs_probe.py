@@ -20,7 +20,7 @@ def _script():
 
 
 @pytest.mark.parametrize("case", ["fft", "cholesky", "cholesky-gpu-pipeline", "trsm",
-                                  "trsm-gpu-pipeline"])
+                                  "trsm-gpu-pipeline", "not-pd", "not-pd-gpu-pipeline"])
 def test_cases_pass_under_cuda_sim(case):
     require_gxx()
     s = _script()
@@ -28,9 +28,13 @@ def test_cases_pass_under_cuda_sim(case):
                       "cholesky": (s._chol("f64", [3, 16, 16], False, "chol"), None),
                       "cholesky-gpu-pipeline": (s._chol("f32", [2, 8, 8], True, "c"), "gpu"),
                       "trsm": (s._trsm_module(), None),
-                      "trsm-gpu-pipeline": (s._trsm_module(), "gpu")}[case]
+                      "trsm-gpu-pipeline": (s._trsm_module(), "gpu"),
+                      "not-pd": (s._chol("f32", [4, 8, 8], True, "c"), None),
+                      "not-pd-gpu-pipeline": (s._chol("f64", [4, 8, 8], False, "c"), "gpu")}[case]
     lines = []
-    assert s._case(lines.append, case.split("-")[0], text, pipeline, backend="cuda-sim"), lines
+    make = s._not_positive_definite if case.startswith("not-pd") else None
+    assert s._case(lines.append, case.split("-")[0], text, pipeline, backend="cuda-sim",
+                   make_args=make), lines
     assert lines and all("MISMATCH" not in x for x in lines)
     print("\n".join(lines))
 
