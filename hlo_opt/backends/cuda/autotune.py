@@ -106,7 +106,8 @@ class CudaProvider:
 
 class GemmCandidate:
     """cuBLASLt's ``index``-th heuristic algorithm for a gemm call, on the tuner's buffers
-    (inputs: the call's operands; outputs: its value, then the workspace)."""
+    (inputs: the call's operands; outputs: its value, the aux output of an ``*_AUX``
+    epilogue, then the workspace)."""
 
     scratch_bytes = 0   # cuBLASLt's workspace is its own
 
@@ -126,7 +127,8 @@ class GemmCandidate:
         try:
             self.lt.run(p, inputs[ia].address, inputs[ib].address,
                         inputs[p.c_operand].address if p.c_operand is not None else out, out,
-                        inputs[p.bias_operand].address if p.bias_operand is not None else None)
+                        inputs[p.bias_operand].address if p.bias_operand is not None else None,
+                        outputs[1].address if p.aux else None)
         except Exception as e:  # noqa: BLE001 - cuBLAS refused this algorithm here
             raise CandidateError(f"{self.name}: {type(e).__name__}: {e}") from None
 

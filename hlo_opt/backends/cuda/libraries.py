@@ -18,6 +18,7 @@ def run_library_call(dev, runner, thunk, frame) -> None:
     addr = lambda i: runner.addr(st.input_slices[i], frame)  # noqa: E731
     out = runner.addr(st.output_slices[0], frame)
     lt.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand is not None
-           else out, out, addr(plan.bias_operand) if plan.bias_operand is not None else None)
+           else out, out, addr(plan.bias_operand) if plan.bias_operand is not None else None,
+           runner.addr(st.output_slices[1], frame) if plan.aux else None)
     for sl in thunk.args:  # workspaces something reads: zeros (as the interpreter's)
         dev.d.memset(runner.addr(sl, frame), sl.size)

@@ -165,8 +165,9 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             return out + [_launch(st, k)]
         spec = gemm_plan(st.instruction) if use_libraries else None
         if spec is not None:  # args: the workspace outputs something reads (zeroed)
+            w = spec.first_workspace
             return [Thunk("library", st.name, st, spec=spec, args=[
-                sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
+                sl for v, sl in zip(st.outputs[w:], st.output_slices[w:])
                 if sl.size and _leaf_read(v.inst, v.leaf)])]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")
