@@ -299,6 +299,29 @@ def sweep(backend: str, scale: str, iters: int):
 
 
 # ---- 5. gemm -------------------------------------------------------------------------------------
+AUX_GEMM = """HloModule aux_gemm
+ENTRY e {
+  %a = f32[256,384]{1,0} parameter(0)
+  %b = f32[384,512]{1,0} parameter(1)
+  %bias = f32[512]{0} parameter(2)
+  ROOT %g = (f32[256,512]{1,0}, f32[256,512]{1,0}, s8[4194304]{0}) custom-call(%a, %b, %bias), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"alpha_real":1,"alpha_imag":0,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},"epilogue":"EPILOGUE"}}
+}"""
+
+
+def aux_gemms():
+    """The cuBLASLt epilogues with an aux output (the pre-activation) against the
+    interpreter: the value and the aux."""
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.cuda.check import check_module
+    for epi in ("GELU_AUX", "BIAS_GELU_AUX"):
+        text = AUX_GEMM.replace("EPILOGUE", epi)
+        if epi == "GELU_AUX":
+            text = text.replace(", %bias)", ")").replace(
+                "  %bias = f32[512]{0} parameter(2)\n", "")
+        r = check_module(parse_hlo(text, f"{epi}.hlo"), "cuda")
+        say(f"  {epi:14s} f32[256,384] x [384,512] with aux output: {r.status} {r.detail}")
+
+
 def gemm(sizes):
     import numpy as np
     import ml_dtypes
@@ -601,7 +624,8 @@ def main(argv=None):
                 lambda: say("  => %d/%d pass" % correctness(backend, jax_small()))),
         "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 100,
                         lambda: performance(backend, scale, iters)),
-        "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
+        "gemm": ("bf16 gemm; cuBLASLt aux epilogues", 45,
+                 lambda: (gemm([4096, 8192]), aux_gemms())),
         "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
                      lambda: say("  " + memcheck(95))),
         "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 100,
