@@ -299,13 +299,16 @@ def sweep(backend: str, scale: str, iters: int):
 
 
 # ---- 5. gemm -------------------------------------------------------------------------------------
-AUX_GEMM = """HloModule aux_gemm
-ENTRY e {
-  %a = f32[256,384]{1,0} parameter(0)
-  %b = f32[384,512]{1,0} parameter(1)
-  %bias = f32[512]{0} parameter(2)
-  ROOT %g = (f32[256,512]{1,0}, f32[256,512]{1,0}, s8[4194304]{0}) custom-call(%a, %b, %bias), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"alpha_real":1,"alpha_imag":0,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},"epilogue":"EPILOGUE"}}
-}"""
+AUX_GEMM = (
+    "HloModule aux_gemm\nENTRY e {\n"
+    "  %a = f32[256,384]{1,0} parameter(0)\n"
+    "  %b = f32[384,512]{1,0} parameter(1)\n"
+    "  %bias = f32[512]{0} parameter(2)\n"
+    "  ROOT %g = (f32[256,512]{1,0}, f32[256,512]{1,0}, s8[4194304]{0}) custom-call(%a, %b, "
+    "%bias), custom_call_target=\"__cublas$lt$matmul\", backend_config={\"gemm_backend_config"
+    "\":{\"alpha_real\":1,\"alpha_imag\":0,\"beta\":0,\"dot_dimension_numbers\":{"
+    "\"lhs_contracting_dimensions\":[\"1\"],\"rhs_contracting_dimensions\":[\"0\"],"
+    "\"lhs_batch_dimensions\":[],\"rhs_batch_dimensions\":[]},\"epilogue\":\"EPILOGUE\"}}\n}")
 
 
 def aux_gemms():
