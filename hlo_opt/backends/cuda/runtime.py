@@ -180,6 +180,8 @@ class Runner:
     def _run_thunk(self, t, frame):
         k = t.kind
         if k == "launch":
+            if t.spec is not None and self._library_launch(t, frame):
+                return
             self.dev.launch(t.kernel, [self.addr(s, frame) for s in t.args])
         elif k == "copy":
             dst, src = (self.addr(s, frame) for s in t.args)
@@ -197,6 +199,13 @@ class Runner:
             self._call(t, frame)
         else:
             raise AssertionError(k)
+
+    def _library_launch(self, t, frame) -> bool:
+        """A launch a library can run instead (a convolution's cuDNN graph): True when
+        the device ran it so, False when the kernel should run (no such library on this
+        device, or it refused: ``Program.library_fallbacks`` says why)."""
+        run = getattr(self.dev, "cudnn_conv", None)
+        return run is not None and run(self, t, frame)
 
     def _read_values(self, slices, shapes, frame):
         from ..interpreter.values import TOKEN
