@@ -179,8 +179,11 @@ class CudnnConv:
         g.check_support()
         cg = ConvGraph(g, t, -1)
         for i in range(g.get_execution_plan_count()):
-            eid, knobs = g.get_engine_and_knobs_at_index(i)
-            if int(eid) < PYTHON_ENGINE_ID_BASE:
+            try:
+                eid, knobs = g.get_engine_and_knobs_at_index(i)
+            except Exception:  # noqa: BLE001 - an entry with no engine to name
+                continue
+            if 0 <= int(eid) < PYTHON_ENGINE_ID_BASE:
                 cg.engines[i] = (int(eid), _knobs(knobs))
         for i in cg.engines:
             if self._build_index(cg, i):

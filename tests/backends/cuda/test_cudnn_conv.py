@@ -294,3 +294,66 @@ def test_engine_candidates_and_the_config_they_write():
     assert algo["is_cudnn_frontend"] is True and algo["algo_id"] == "28"
     assert cp.conv_plan(m.entry.root).engine == (28, ((2, 1), (3, 0)))
     assert not cp.kernel_selected(m.entry.root)
+
+
+# ---- the device script, its cases on a host stand-in -----------------------------------
+def test_device_script_cases_on_a_host_stand_in():
+    """scripts/device_libs_cudnn.py: every case planned and within its bounds through the
+    stand-in (host memory, the numpy model as cuDNN, no kernel), and without a driver it
+    says why and returns."""
+    import importlib.util
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.cudnn_conv import ConvGraph
+    from tests.conftest import ROOT
+    spec = importlib.util.spec_from_file_location(
+        "device_libs_cudnn", ROOT / "scripts" / "device_libs_cudnn.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    class HostDevice:
+        def __init__(self):
+            self.keep = []
+
+        def alloc(self, n):
+            b = np.zeros(n + 64, np.uint8)
+            self.keep.append(b)
+            return b.ctypes.data
+
+        def upload(self, a, data):
+            ctypes.memmove(a, bytes(data), len(data))
+
+        def download(self, a, n):
+            return ctypes.string_at(a, n)
+
+        def sync(self):
+            pass
+
+        def event(self):
+            return object()
+
+        def record(self, ev):
+            pass
+
+        def elapsed_ms(self, a, b):
+            return 1.0
+
+    class Conv(HostCudnn):
+        def graph(self, plan):
+            return ConvGraph(None, {}, 0, {0: (7, ())})
+
+    def no_kernel(*a):
+        raise RuntimeError("no device for the kernel")
+    script._kernel = no_kernel
+    lines: list = []
+    cases = script._cases()
+    assert len(cases) >= 15
+    for name, inst in cases:
+        assert script._case(lines.append, HostDevice(), Conv(), name, inst, H100), lines
+    assert sum(ln.lstrip().startswith("PASS") for ln in lines) == len(cases)
+    out: list = []
+    from hlo_opt.backends.cuda.driver import CudaDriverError, probe
+    try:
+        probe()
+    except (CudaDriverError, MissingToolError):
+        script.run(out.append)
+        assert "skipped" in out[-1]
