@@ -73,6 +73,25 @@ class ConvPlan:
     def result(self) -> TensorDesc:
         return {"fprop": self.y, "dgrad": self.x, "wgrad": self.w}[self.kind]
 
+    def summary(self) -> str:
+        """One line: the cuDNN operation, tensors, geometry, epilogue, engine."""
+        t = lambda d: f"{d.dtype}{list(d.dims)}/{list(d.strides)}"  # noqa: E731
+        ops = {"fprop": "conv_fprop", "dgrad": "conv_dgrad", "wgrad": "conv_wgrad"}
+        parts = [f"{ops[self.kind]} x {t(self.x)} w {t(self.w)} y {t(self.y)}",
+                 f"pad {list(self.pre_padding)}/{list(self.post_padding)}",
+                 f"stride {list(self.stride)}", f"dilation {list(self.dilation)}"]
+        if self.groups > 1:
+            parts.append(f"groups {self.groups}")
+        if self.convolution:
+            parts.append("CONVOLUTION mode")
+        if self.fused:
+            epi = ([f"scale {self.scale:g}"] if self.scale != 1 else []) + \
+                (["side input"] if self.side is not None else []) + \
+                (["bias"] if self.bias is not None else []) + [self.activation]
+            parts.append("then " + ", ".join(epi))
+        parts.append(f"engine {self.engine[0]}" if self.engine else "heuristic engine")
+        return ", ".join(parts)
+
     @property
     def flops(self) -> int:
         """2 * multiply-adds of the convolution (the same for all three kinds)."""

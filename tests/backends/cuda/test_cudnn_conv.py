@@ -260,6 +260,7 @@ def test_plain_convolutions_and_kernel_choices():
     prog = build_program(parse_hlo(ck.PLAIN["conv2d_nhwc"]), H100)
     (t,) = [t for t in prog.entry.thunks if t.kind == "launch"]
     assert t.spec is not None and t.spec.kind == "fprop"
+    assert t.spec.summary().startswith("conv_fprop x f32[2, 4, 9, 9]")
     m = parse_hlo(ck.CALLS["call_relu6"])
     with_algorithm(m.entry.root, 2)          # the autotuner chose the kernel's algorithm 2
     prog = build_program(m, H100)
