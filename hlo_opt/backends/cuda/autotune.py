@@ -23,7 +23,7 @@ from ...autotune.redzone import DeviceMemory
 from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
                             kernel_variants, merged_kernels)
 
-MAX_CUDNN_ENGINES = 8
+MAX_CUDNN_ENGINES = 4   # each engine a build (runtime-compiled ones take ~1 s)
 
 
 class CudaProvider:

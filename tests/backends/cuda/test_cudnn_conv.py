@@ -358,3 +358,29 @@ def test_device_script_cases_on_a_host_stand_in():
     except (CudaDriverError, MissingToolError):
         script.run(out.append)
         assert "skipped" in out[-1]
+
+
+def test_provider_offers_kernel_algorithms_then_cudnn_engines():
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.autotune import MAX_CUDNN_ENGINES, CudaProvider
+
+    class Engines:
+        def engines(self, plan, limit=None):
+            assert plan.engine is None and limit == MAX_CUDNN_ENGINES
+            return [(0, 7, (), 0), (3, 28, ((2, 1),), 4096)]
+    class Dev:
+        def copy(self, dst, src, n):
+            raise AssertionError("nothing runs here")
+    p = CudaProvider.__new__(CudaProvider)
+    p.dev, p.device_info, p._variants, p._keep, p._constants = Dev(), H100, {}, [], None
+    p._lt, p._dnn = None, Engines()
+    inst = parse_hlo(ck.CALLS["call_relu6"]).entry.root
+    assert p.kind_of(inst) == "conv"
+    cands = p.candidates(inst)
+    names = [c.name for c in cands]
+    assert names[0].startswith("conv:algo_id=0") and names[-2:] == [
+        "cudnn-engine-7", "cudnn-engine-28,2=1"], names
+    assert len({c.key for c in cands}) == len(cands)
+    assert cands[-1].scratch_bytes == 4096 and cands[-1].key.get("is_cudnn_frontend")
+    p._dnn = False                                   # no cuDNN: the kernel's algorithms
+    assert all(n.startswith("conv:") for n in (c.name for c in p.candidates(inst)))
