@@ -65,6 +65,12 @@ class ConvGraph:
     engines: dict = dataclasses.field(default_factory=dict)   # index -> (id, knobs)
     built: set = dataclasses.field(default_factory=set)
     failed: set = dataclasses.field(default_factory=set)
+    workspace: dict = dataclasses.field(default_factory=dict)   # index -> bytes
+
+    def workspace_size(self, index: int) -> int:
+        if index not in self.workspace:
+            self.workspace[index] = int(self.graph.get_workspace_size_plan_at_index(index))
+        return self.workspace[index]
 
 
 def excluded_notes(plan) -> tuple:
@@ -215,8 +221,7 @@ class CudnnConv:
             if limit is not None and len(out) >= limit:
                 break
             if self._build_index(cg, i):
-                ws = int(cg.graph.get_workspace_size_plan_at_index(i))
-                out.append((i, eid, knobs, ws))
+                out.append((i, eid, knobs, cg.workspace_size(i)))
         return out
 
     def index_of(self, plan) -> int:
@@ -256,5 +261,5 @@ class CudnnConv:
                 pack[cg.tensors[role]] = int(operands[desc.operand])
         pack[cg.tensors["out"]] = int(result)
         if workspace is None:
-            workspace = self._workspace(int(cg.graph.get_workspace_size_plan_at_index(i)))
+            workspace = self._workspace(cg.workspace_size(i))
         cg.graph.execute_plan_at_index(pack, workspace, index=i, handle=self.handle)
