@@ -71,6 +71,7 @@ class Runner:
         self._loop_graphs: dict = {}   # (while thunk, state addresses) -> body graph
         self._capture_failed = False
         self._capturing = False
+        self._via_library: set = set()  # launch thunks a library ran (profile: "library")
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -171,7 +172,9 @@ class Runner:
                 tm.start()
                 self._run_thunk(t, frame)
                 secs = tm.stop()
-                rec = self.times.setdefault((t.name, PROFILE_KIND.get(t.kind, t.kind)), [0.0, 0])
+                kind = "library" if t.name in self._via_library else \
+                    PROFILE_KIND.get(t.kind, t.kind)
+                rec = self.times.setdefault((t.name, kind), [0.0, 0])
                 rec[0] += secs
                 rec[1] += 1
             else:
@@ -181,6 +184,7 @@ class Runner:
         k = t.kind
         if k == "launch":
             if t.spec is not None and self._library_launch(t, frame):
+                self._via_library.add(t.name)
                 return
             self.dev.launch(t.kernel, [self.addr(s, frame) for s in t.args])
         elif k == "copy":

@@ -208,7 +208,7 @@ def _device(exe, conv):
     return dev
 
 
-def _run(name, conv, runs=2):
+def _run(name, conv, runs=2, profile=False):
     from dataclasses import replace
     from hlo_opt.backends import compile as compile_module
     from hlo_opt.backends.cuda.runtime import Runner
@@ -217,7 +217,7 @@ def _run(name, conv, runs=2):
     exe = ck._sim()[name]
     prog = replace(exe.program, library_fallbacks=[])
     dev = _device(exe, conv)
-    runner = Runner(prog, dev, profile=False)
+    runner = Runner(prog, dev, profile=profile)
     raw = ck._raw()[name]
     args = random_arguments(raw, 5)
     want = compile_module(raw, "interpreter").run(args)
@@ -227,6 +227,7 @@ def _run(name, conv, runs=2):
             g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
             tol = 2e-2 if "f16" in name or "bf16" in name else 1e-4
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1, np.abs(w).max()))
+    dev.runner = runner
     return dev, prog
 
 
@@ -238,6 +239,13 @@ def test_cudnn_runs_the_convolutions(name):
     dev, prog = _run(name, conv)
     assert conv.runs and not [k for k in dev.launched if k.startswith("conv_")], dev.launched
     assert not prog.library_fallbacks
+
+
+def test_profile_names_cudnn_convolutions_library():
+    dev, _ = _run("conv_block", HostCudnn(), profile=True)
+    kinds = {r["name"]: r["kind"] for r in dev.runner.profile_rows()}
+    assert kinds["cudnn-conv-bias-activation"] == "library", kinds
+    assert "kernel" in kinds.values()
 
 
 def test_without_cudnn_the_kernel_runs_and_says_so_once():
