@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-BUDGET_S = 35.0
+BUDGET_S = 30.0
 ITERS = 20
 BOUNDS = {"f32": 1e-3, "f64": 1e-6, "f16": 1e-2, "bf16": 2e-2}   # abs and rel, XLA's
 

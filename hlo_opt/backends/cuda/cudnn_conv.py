@@ -182,7 +182,11 @@ class CudnnConv:
         g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
         notes = cudnn.numerical_note
         g.deselect_numeric_notes([getattr(notes, n) for n in excluded_notes(plan)])
-        g.check_support()
+        refused = None
+        try:
+            g.check_support()
+        except Exception as e:  # noqa: BLE001 - aggregate; the engines' builds decide
+            refused = f"{type(e).__name__}: {str(e)[:200]}"
         cg = ConvGraph(g, t, -1)
         for i in range(g.get_execution_plan_count()):
             try:
@@ -196,7 +200,8 @@ class CudnnConv:
                 cg.default = i
                 break
         if cg.default < 0:
-            raise RuntimeError(f"no cuDNN engine builds for {plan}")
+            raise RuntimeError(f"no cuDNN engine builds for {plan.summary()} (of "
+                               f"{len(cg.engines)}; check_support: {refused or 'ok'})")
         return cg
 
     def _build_index(self, cg: ConvGraph, index: int) -> bool:
