@@ -13,6 +13,11 @@ python-engine range) are used.  ``engines(plan)`` lists the indices that build w
 runs it, one naming none raises :class:`EngineGone`.  Everything that can fail here (no
 ``cudnn`` module, no libcudnn, a graph cuDNN does not support, a gone engine) raises; the
 runtime then runs the conv kernel instead (``CudaDeviceAdapter.cudnn_conv``).
+
+CUDA graphs: graphs are built, engines compiled and the workspace allocated on a
+convolution's first run, which the runtime never captures (it captures the second run),
+so a captured run only puts cuDNN's kernels on the stream; an execute that fails inside a
+capture is re-raised, the runtime then drops graphs for that runner and reruns plainly.
 """
 from __future__ import annotations
 
