@@ -60,6 +60,8 @@ class CudaDeviceAdapter:
             return False
         conv = self.cudnn()
         why = None if conv is not None else self._cudnn_missing
+        if conv is not None and runner._capturing and not conv.ready(thunk.spec):
+            return False  # nothing may be built or allocated in a capture: the kernel
         if conv is not None:
             try:
                 conv.run(thunk.spec, [runner.addr(sl, frame) for sl in st.input_slices],

@@ -15,9 +15,10 @@ runs it, one naming none raises :class:`EngineGone`.  Everything that can fail h
 runtime then runs the conv kernel instead (``CudaDeviceAdapter.cudnn_conv``).
 
 CUDA graphs: graphs are built, engines compiled and the workspace allocated on a
-convolution's first run, which the runtime never captures (it captures the second run),
-so a captured run only puts cuDNN's kernels on the stream; an execute that fails inside a
-capture is re-raised, the runtime then drops graphs for that runner and reruns plainly.
+convolution's first plain run (the runtime captures an entry on its second run); a capture
+that meets a convolution not :meth:`CudnnConv.ready` yet (a while body is captured on its
+first run) records the conv kernel instead, and an execute that fails inside a capture is
+re-raised (the runtime then drops graphs for that runner and reruns plainly).
 """
 from __future__ import annotations
 
@@ -244,6 +245,18 @@ class CudnnConv:
                 return i
         raise EngineGone(f"cuDNN engine {plan.engine[0]} (knobs {dict(plan.engine[1])}) is "
                          f"not among this convolution's engines")
+
+    def ready(self, plan) -> bool:
+        """Whether ``plan`` runs without building or allocating anything (what a stream
+        capture allows): its graph and engine built, the workspace big enough."""
+        cg = self.graphs.get(self._key(plan))
+        if not isinstance(cg, ConvGraph):
+            return False
+        if plan.engine is None:
+            i = cg.default
+        else:
+            i = next((i for i, e in cg.engines.items() if e == tuple(plan.engine)), None)
+        return i is not None and i in cg.built and cg.workspace_size(i) <= self.workspace[1]
 
     def _workspace(self, nbytes: int) -> int:
         addr, have = self.workspace

@@ -392,3 +392,62 @@ def test_provider_offers_kernel_algorithms_then_cudnn_engines():
     assert cands[-1].scratch_bytes == 4096 and cands[-1].key.get("is_cudnn_frontend")
     p._dnn = False                                   # no cuDNN: the kernel's algorithms
     assert all(n.startswith("conv:") for n in (c.name for c in p.candidates(inst)))
+
+
+# ---- CUDA graph capture ----------------------------------------------------------------
+def test_ready_needs_a_built_engine_and_workspace():
+    import dataclasses
+    plan = next(p for n, p in _plans() if n == "cudnn_forward")
+    conv = _conv_with(plan, _Graph(refuse={0}), {0: (7, ()), 1: (28, ()), 2: (3, ())})
+    assert conv.ready(plan)                                   # default: index 1, built
+    assert not conv.ready(dataclasses.replace(plan, engine=(3, ())))   # not built yet
+    assert not conv.ready(dataclasses.replace(plan, engine=(7, ())))   # refused
+    conv.workspace = (1 << 40, 0)
+    assert not conv.ready(plan)                               # 64 bytes would be allocated
+    assert not conv.ready(next(p for n, p in _plans() if n == "conv_block"))
+
+
+@pytest.mark.parametrize("ready", [True, False])
+def test_captured_runs(ready):
+    """conv_block on the recording device: a run captured into a graph records cuDNN once
+    the convolution is ready (built on the first, plain run), else the conv kernel; every
+    run and replay gives the interpreter's result."""
+    import types
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda import CudaDeviceAdapter
+    from hlo_opt.backends.cuda.runtime import Runner
+    from hlo_opt.backends.interpreter.literals import random_arguments
+    from tests.backends.cuda.test_graph_capture import _recording_device
+    require_gxx()
+    exe = ck._sim()["conv_block"]
+    dev = _recording_device(exe.device)
+
+    class Deferred(HostCudnn):
+        def run(self, *a, **k):
+            dev._defer(lambda: HostCudnn.run(self, *a, **k))
+
+        def ready(self, plan):
+            return ready
+    launched = []
+    launch = dev.launch
+
+    def counting(k, addrs):
+        launched.append((dev.recording is not None, k.kind))
+        launch(k, addrs)
+    dev.launch = counting
+    dev.cudnn_conv = types.MethodType(CudaDeviceAdapter.cudnn_conv, dev)
+    dev.cudnn = types.MethodType(CudaDeviceAdapter.cudnn, dev)
+    dev.memset = lambda addr, n: ctypes.memset(addr, 0, n)
+    dev.d, dev._kernel_only, dev._cudnn = dev, set(), Deferred()
+    runner = Runner(exe.program, dev, profile=False)
+    raw = ck._raw()["conv_block"]
+    args = random_arguments(raw, 2)
+    want = compile_module(raw, "interpreter").run(args)
+    for _ in range(4):                    # plain, captured, replayed twice
+        for g, w in zip(runner.run(args), want):
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                       rtol=1e-4, atol=1e-4)
+    assert dev.captures == 1 and dev.replays >= 2 and not runner._capture_failed
+    conv_launches = [rec for rec, kind in launched if kind.startswith("conv_")]
+    assert conv_launches == ([] if ready else [True])   # the kernel only in the capture
+    assert dev._cudnn.runs == (4 if ready else 1)
