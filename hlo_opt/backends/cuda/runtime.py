@@ -72,6 +72,7 @@ class Runner:
         self._capture_failed = False
         self._capturing = False
         self._via_library: set = set()  # launch thunks a library ran (profile: "library")
+        self._warm_loops: set = set()   # loop bodies with library launches run plainly once
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -351,6 +352,10 @@ class Runner:
         if graph is None:
             if not self._graphs_ok() or not self._capturable(body.thunks, f) or \
                     self._root_overlaps(body, f, state):
+                return plain
+            if key not in self._warm_loops and any(
+                    b.kind == "launch" and b.spec is not None for b in body.thunks):
+                self._warm_loops.add(key)   # a library builds on a plain run, not captured
                 return plain
             graph = self._capture(plain)
             if graph is None:

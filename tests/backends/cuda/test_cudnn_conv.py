@@ -407,19 +407,13 @@ def test_ready_needs_a_built_engine_and_workspace():
     assert not conv.ready(next(p for n, p in _plans() if n == "conv_block"))
 
 
-@pytest.mark.parametrize("ready", [True, False])
-def test_captured_runs(ready):
-    """conv_block on the recording device: a run captured into a graph records cuDNN once
-    the convolution is ready (built on the first, plain run), else the conv kernel; every
-    run and replay gives the interpreter's result."""
+def _recording_cudnn(exe, ready):
+    """cuda-sim's device recording captures (test_graph_capture) with the CUDA adapter's
+    cuDNN path and a stand-in whose runs are recorded too; ``ready(conv, plan)``.
+    (device, [(capturing, kernel kind)] of every launch)."""
     import types
-    from hlo_opt.backends import compile as compile_module
     from hlo_opt.backends.cuda import CudaDeviceAdapter
-    from hlo_opt.backends.cuda.runtime import Runner
-    from hlo_opt.backends.interpreter.literals import random_arguments
     from tests.backends.cuda.test_graph_capture import _recording_device
-    require_gxx()
-    exe = ck._sim()["conv_block"]
     dev = _recording_device(exe.device)
 
     class Deferred(HostCudnn):
@@ -427,7 +421,7 @@ def test_captured_runs(ready):
             dev._defer(lambda: HostCudnn.run(self, *a, **k))
 
         def ready(self, plan):
-            return ready
+            return ready(self, plan)
     launched = []
     launch = dev.launch
 
@@ -439,6 +433,20 @@ def test_captured_runs(ready):
     dev.cudnn = types.MethodType(CudaDeviceAdapter.cudnn, dev)
     dev.memset = lambda addr, n: ctypes.memset(addr, 0, n)
     dev.d, dev._kernel_only, dev._cudnn = dev, set(), Deferred()
+    return dev, launched
+
+
+@pytest.mark.parametrize("ready", [True, False])
+def test_captured_runs(ready):
+    """conv_block on the recording device: a run captured into a graph records cuDNN once
+    the convolution is ready (built on the first, plain run), else the conv kernel; every
+    run and replay gives the interpreter's result."""
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda.runtime import Runner
+    from hlo_opt.backends.interpreter.literals import random_arguments
+    require_gxx()
+    exe = ck._sim()["conv_block"]
+    dev, launched = _recording_cudnn(exe, lambda conv, plan: ready)
     runner = Runner(exe.program, dev, profile=False)
     raw = ck._raw()["conv_block"]
     args = random_arguments(raw, 2)
@@ -451,3 +459,57 @@ def test_captured_runs(ready):
     conv_launches = [rec for rec, kind in launched if kind.startswith("conv_")]
     assert conv_launches == ([] if ready else [True])   # the kernel only in the capture
     assert dev._cudnn.runs == (4 if ready else 1)
+
+
+LOOP = """HloModule conv_loop
+%body (s: (s32[], f32[1,5,5,2], f32[3,3,2,2])) -> (s32[], f32[1,5,5,2], f32[3,3,2,2]) {
+  %s = (s32[], f32[1,5,5,2], f32[3,3,2,2]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %x = f32[1,5,5,2] get-tuple-element(%s), index=1
+  %w = f32[3,3,2,2] get-tuple-element(%s), index=2
+  %c = f32[1,5,5,2] convolution(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ROOT %t = (s32[], f32[1,5,5,2], f32[3,3,2,2]) tuple(%j, %c, %w)
+}
+%cond (s: (s32[], f32[1,5,5,2], f32[3,3,2,2])) -> pred[] {
+  %s = (s32[], f32[1,5,5,2], f32[3,3,2,2]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %p = pred[] compare(%i, %n), direction=LT
+}
+ENTRY %e (x: f32[1,5,5,2], w: f32[3,3,2,2]) -> f32[1,5,5,2] {
+  %x = f32[1,5,5,2] parameter(0)
+  %w = f32[3,3,2,2] parameter(1)
+  %zero = s32[] constant(0)
+  %t = (s32[], f32[1,5,5,2], f32[3,3,2,2]) tuple(%zero, %x, %w)
+  %l = (s32[], f32[1,5,5,2], f32[3,3,2,2]) while(%t), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"3"}}
+  ROOT %r = f32[1,5,5,2] get-tuple-element(%l), index=1
+}
+"""
+
+
+def test_a_loop_body_with_a_convolution_is_captured_after_a_plain_run(monkeypatch):
+    """A while body graph (a loop too long for its caller's graph) is captured on the
+    loop's second run when its convolution goes through cuDNN: the first, plain run
+    builds the cuDNN graph; the capture then records cuDNN, not the kernel."""
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda import runtime
+    from hlo_opt.backends.cuda_sim import SimExecutable
+    require_gxx()
+    monkeypatch.setattr(runtime, "MAX_GRAPH_THUNKS", 4)
+    m = parse_hlo(LOOP)
+    exe = SimExecutable(m)
+    assert [t for cp in exe.program.computations.values() for t in cp.thunks
+            if t.spec is not None]                  # the body's convolution has a plan
+    dev, launched = _recording_cudnn(exe, lambda c, plan: c.runs > 0)
+    r = runtime.Runner(exe.program, dev, profile=False)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((1, 5, 5, 2)).astype(np.float32),
+            (rng.standard_normal((3, 3, 2, 2)) * 0.3).astype(np.float32)]
+    want = compile_module(m, "interpreter").run(args)
+    for n in range(3):
+        np.testing.assert_allclose(r.run(args)[0], want[0], rtol=1e-4, atol=1e-5)
+        assert dev.captures == (0 if n == 0 else 1)
+    assert not [k for _, k in launched if k.startswith("conv_")]
+    assert dev._cudnn.runs == 9 and dev.replays == 6
