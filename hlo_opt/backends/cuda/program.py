@@ -7,7 +7,10 @@
 
 Thunk kinds (XLA's thunks, in spirit):
 
-* ``Launch``: one kernel, its arguments as buffer slices;
+* ``Launch``: one kernel, its arguments as buffer slices; a convolution's launch also
+  carries its cuDNN graph (``spec``: a :class:`~.conv_plan.ConvPlan`), which the CUDA
+  device runs instead where cuDNN loads and builds it (``CudaDeviceAdapter.cudnn_conv``),
+  the kernel being the fallback (and what cuda-sim runs);
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
 * ``Library``: a gemm through cuBLASLt (``gemm_plan.py``);
 * ``HostCall``: an instruction no kernel or library covers yet (fft, cholesky, triangular
@@ -26,6 +29,7 @@ from ...errors import UnsupportedError
 from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitter
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .conv import emit_conv
+from .conv_plan import conv_plan, kernel_selected
 from .emitters import LaunchConfig, emit_kernel
 from .gemm_plan import gemm_plan
 from .scatter import emit_scatter
@@ -71,6 +75,9 @@ class Program:
     entry: ComputationProgram
     computations: dict
     host_fallbacks: list = field(default_factory=list)  # (step, why) run on the host
+    # (step, why): library paths that fell back to our kernel at run time (cuDNN missing,
+    # a graph cuDNN refused), one note per step
+    library_fallbacks: list = field(default_factory=list)
 
     @property
     def arena_size(self) -> int:
@@ -162,7 +169,10 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
                                                             st.input_slices[base]],
                                  nbytes=st.output_slices[0].size))
-            return out + [_launch(st, k)]
+            launch = _launch(st, k)
+            if emit is emit_conv and use_libraries and not kernel_selected(st.instruction):
+                launch.spec = conv_plan(st.instruction)
+            return out + [launch]
         spec = gemm_plan(st.instruction) if use_libraries else None
         if spec is not None:  # args: the workspace outputs something reads (zeroed)
             w = spec.first_workspace

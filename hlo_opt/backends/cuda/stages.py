@@ -34,6 +34,10 @@ def _hlo_backend(module, options):
     for k in prog.kernels:
         lines.append(f"// kernel {k.name} ({k.kind}) for %{k.step_name}: grid {k.grid} "
                      f"block {k.block}")
+    for t in prog.entry.thunks:
+        if t.kind == "launch" and t.spec is not None:
+            lines.append(f"// cudnn: %{t.name}: {t.spec.summary()} (on a device with "
+                         f"cuDNN; else the kernel)")
     for name, why in prog.host_fallbacks:
         lines.append(f"// host: %{name}: {why}")
     return "\n".join(lines) + "\n"
