@@ -299,6 +299,32 @@ def sweep(backend: str, scale: str, iters: int):
 
 
 # ---- 5. gemm -------------------------------------------------------------------------------------
+AUX_GEMM = (
+    "HloModule aux_gemm\nENTRY e {\n"
+    "  %a = f32[256,384]{1,0} parameter(0)\n"
+    "  %b = f32[384,512]{1,0} parameter(1)\n"
+    "  %bias = f32[512]{0} parameter(2)\n"
+    "  ROOT %g = (f32[256,512]{1,0}, f32[256,512]{1,0}, s8[4194304]{0}) custom-call(%a, %b, "
+    "%bias), custom_call_target=\"__cublas$lt$matmul\", backend_config={\"gemm_backend_config"
+    "\":{\"alpha_real\":1,\"alpha_imag\":0,\"beta\":0,\"dot_dimension_numbers\":{"
+    "\"lhs_contracting_dimensions\":[\"1\"],\"rhs_contracting_dimensions\":[\"0\"],"
+    "\"lhs_batch_dimensions\":[],\"rhs_batch_dimensions\":[]},\"epilogue\":\"EPILOGUE\"}}\n}")
+
+
+def aux_gemms():
+    """The cuBLASLt epilogues with an aux output (the pre-activation) against the
+    interpreter: the value and the aux."""
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.cuda.check import check_module
+    for epi in ("GELU_AUX", "BIAS_GELU_AUX"):
+        text = AUX_GEMM.replace("EPILOGUE", epi)
+        if epi == "GELU_AUX":
+            text = text.replace(", %bias)", ")").replace(
+                "  %bias = f32[512]{0} parameter(2)\n", "")
+        r = check_module(parse_hlo(text, f"{epi}.hlo"), "cuda")
+        say(f"  {epi:14s} f32[256,384] x [384,512] with aux output: {r.status} {r.detail}")
+
+
 def gemm(sizes):
     import numpy as np
     import ml_dtypes
@@ -415,8 +441,12 @@ def programs(backend: str, iters: int, budget_s: float = 240.0):
             t_ours = r.time(iters)
             flat = lambda *xs: jax.tree_util.tree_leaves(jfn(*jax.tree_util.tree_unflatten(  # noqa: E731
                 jax.tree_util.tree_structure(args), xs)))
-            # the jitted function itself, on arguments already on the device (ours are too)
-            t_jax = jax_time(jfn, list(jax.device_put(args)), iters)
+            # the jitted function itself, on arguments already on the device (ours are too);
+            # XLA's default lets f32 dots and convolutions use TF32 on this GPU, ours do not:
+            # it is timed at full f32 precision too, and the ratio is against that
+            t_tf32 = jax_time(jfn, list(jax.device_put(args)), iters)
+            with jax.default_matmul_precision("highest"):
+                t_jax = jax_time(jax.jit(f), list(jax.device_put(args)), iters)
             # outputs compared with XLA at full f32 precision (its default lets dots and
             # convolutions use TF32 on this GPU; our kernels and cuBLASLt calls do not)
             with jax.default_matmul_precision("highest"):
@@ -429,12 +459,35 @@ def programs(backend: str, iters: int, budget_s: float = 240.0):
         ratios.append(t_ours / t_jax)
         other = ", ".join(f"{v} {k}" for k, v in r.kinds.items() if k != "launch")
         say(f"  {name:16s} {r.kernels:3d} kernel(s){' + ' + other if other else ''}: ours "
-            f"{t_ours * 1e6:9.1f} us; {_xla_name()} {t_jax * 1e6:9.1f} us; ours/XLA "
-            f"{t_ours / t_jax:5.2f}x; {verdict} ({time.perf_counter() - t0:.1f}s)")
+            f"{t_ours * 1e6:9.1f} us; {_xla_name()} {t_jax * 1e6:9.1f} us (default "
+            f"precision {t_tf32 * 1e6:.1f} us); ours/XLA {t_ours / t_jax:5.2f}x; {verdict} "
+            f"({time.perf_counter() - t0:.1f}s)")
+        if t_ours > 1.15 * t_jax:
+            say("      where the time goes: " + _top_thunks(r, 6))
     if ratios:
         g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         say(f"  whole-program time ours/{_xla_name()} geometric mean {g:.2f}x over "
             f"{len(ratios)} programs")
+
+
+def _top_thunks(r: "Resident", n: int) -> str:
+    """The ``n`` thunks (summed by kind of instruction) that take most of one profiled run
+    (no graph), with their share: what to work on where a program is slower than XLA."""
+    runner = r.exe.runner(profile=True)
+    runner.execute(r.exe.program.entry, r.frame)
+    runner.times.clear()
+    runner.execute(r.exe.program.entry, r.frame)
+    r.dev.sync()
+    total = sum(v[0] for v in runner.times.values()) or 1.0
+    by = {}
+    for (name, kind), (sec, count) in runner.times.items():
+        key = f"{kind} {name.rstrip('0123456789').rstrip('.')}"
+        got = by.setdefault(key, [0.0, 0])
+        got[0] += sec
+        got[1] += count
+    rows = sorted(by.items(), key=lambda kv: -kv[1][0])[:n]
+    return ", ".join(f"{k} x{c} {s * 1e6:.0f}us ({100 * s / total:.0f}%)"
+                     for k, (s, c) in rows) + f"; profiled total {total * 1e6:.0f}us"
 
 
 # ---- 6. autotuning (issue 14's figures) -------------------------------------------------------
@@ -461,6 +514,30 @@ def autotune(backend: str, scale: str, budget_s: float = 60.0):
         g = math.exp(sum(math.log(r["tuned_s"] / r["level0_s"]) for r in timed) / len(timed))
         say(f"  tuned/level-0 whole-module time, geometric mean {g:.3f}x over {len(timed)} "
             f"modules; tuning {sum(r['tuning_s'] for r in rows if 'tuning_s' in r):.1f} s in all")
+
+
+# ---- 7. NVIDIA's libraries and our kernels in their place ---------------------------------------
+LIBRARY_PROBES = ("device_libs_gemmfb", "device_libs_cudnn", "device_libs_libs")
+
+
+def libraries(budget_s: float):
+    """Each probe script's ``run(say)``: the library paths (cuDNN convolutions; cuFFT,
+    cuSOLVER, cuBLAS trsm; our NVRTC gemm in cuBLASLt's place) against the interpreter,
+    timed; a probe that fails is reported and the next one runs."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    t0 = time.perf_counter()
+    for name in LIBRARY_PROBES:
+        if time.perf_counter() - t0 > budget_s:
+            say(f"  {name}: left out (budget of {budget_s:.0f} s spent)")
+            continue
+        if not os.path.exists(os.path.join(ROOT, "scripts", name + ".py")):
+            continue
+        say(f"  -- {name}")
+        try:
+            __import__(name).run(lambda line: say("  " + line))
+        except Exception:  # noqa: BLE001
+            for ln in traceback.format_exc().splitlines()[-6:]:
+                say("  ! " + ln)
 
 
 def environment():
@@ -550,13 +627,16 @@ def main(argv=None):
                 lambda: say("  => %d/%d pass" % correctness(backend, jax_small()))),
         "performance": (f"bandwidth and whole-module time ({scale} modules, {backend})", 100,
                         lambda: performance(backend, scale, iters)),
-        "gemm": ("bf16 gemm", 45, lambda: gemm([4096, 8192])),
+        "gemm": ("bf16 gemm; cuBLASLt aux epilogues", 45,
+                 lambda: (gemm([4096, 8192]), aux_gemms())),
         "memcheck": ("compute-sanitizer memcheck on the samples (raw and gpu pipeline)", 100,
                      lambda: say("  " + memcheck(95))),
         "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 100,
                      lambda: autotune(backend, scale, 70.0 if ns.quick else 90.0)),
         "programs": (f"whole JAX programs vs XLA ({backend})", 100,
                      lambda: programs(backend, iters, 50.0 if ns.quick else 80.0)),
+        "libraries": ("NVIDIA's libraries (cuDNN, cuFFT, cuSOLVER) and the NVRTC gemm", 110,
+                      lambda: libraries(95.0)),
     }
     optional = {"sweep": ("launch configurations (large modules, whole-module us)", 60,
                           lambda: sweep(backend, scale, iters))}

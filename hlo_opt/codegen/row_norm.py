@@ -25,7 +25,7 @@ from ..analysis.layout import has_default_layout
 from ..ir.opcodes import is_elementwise
 from . import index as ix
 from .elemental import ElementalEmitter
-from .expr import Expr, var
+from .expr import Expr, const, var, walk
 from .gemm_fusion import fusion_backend_config
 
 TRITON_FUSION_KIND = "__triton"
@@ -137,17 +137,60 @@ class RowEmitter(ElementalEmitter):
         self.known: dict = {}
         self.batch = tuple(batch)
         self.staged = staged      # input numbers whose current row a renderer has staged
+        self.cached: dict = {}    # instruction -> number of the row buffer holding it
 
     def value(self, inst, idx: tuple, leaf: int = 0) -> Expr:
         hit = self.known.get(inst)
         if hit is not None:
             return hit
+        in_row = tuple(idx[:-1]) == self.batch
         n = self.inputs.get((inst, leaf))
-        if n is not None and n in self.staged and tuple(idx[:-1]) == self.batch:
+        if n is not None and n in self.staged and in_row:
             # an element of the current row of a staged input: ("row", n) loads index
             # the staged row by column
             return Expr("load", inst.shape.element_type, (idx[-1],), ("row", n))
+        c = self.cached.get(inst)
+        if c is not None and leaf == 0 and in_row:
+            # a reduction's operand the renderer kept while reducing it (softmax's exp):
+            # ("cache", c) loads index that row buffer by column
+            return Expr("load", inst.shape.element_type, (idx[-1],), ("cache", c))
+        if inst.opcode == "divide" and inst.shape.element_type in ("f32", "f64"):
+            return self._divide(inst, idx)
         return super().value(inst, idx, leaf)
+
+    def _divide(self, inst, idx) -> Expr:
+        """``x / d`` with ``d`` the same along the row (softmax's sum) is ``x * (1 / d)``:
+        one reciprocal per row instead of a division per element, as Triton's approximate
+        division (at most 1.5 ulp from the correctly rounded quotient; as there, a
+        divisor below 2^-126 in f32 may overflow its reciprocal)."""
+        key = (inst, 0, idx)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        x, d = self.operand(inst, 0, idx), self.operand(inst, 1, idx)
+        et = inst.shape.element_type
+        col = idx[-1] if idx else None
+        if col is not None and col.op == "var" and all(e != col for e in walk(d)):
+            e = Expr("multiply", et, (x, Expr("divide", et, (const(1.0, et), d))))
+        else:
+            e = Expr("divide", et, (x, d))
+        self._memo[key] = e
+        return e
+
+
+def reached_from_root(rn: RowNorm, inst) -> bool:
+    """Whether the root's elementwise tree reads ``inst`` (not only through a reduction
+    of the row): a value worth keeping per element while its reduction runs."""
+    seen, stack = set(), [rn.root]
+    while stack:
+        x = stack.pop()
+        if x is inst:
+            return True
+        if x in seen or x.opcode == "reduce":
+            continue
+        seen.add(x)
+        stack.extend(x.operands)
+    return False
 
 
 def row_indices(shape) -> tuple[tuple, Expr]:

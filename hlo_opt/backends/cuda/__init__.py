@@ -20,6 +20,8 @@ class CudaDeviceAdapter:
         self.d = dev
         self.mod = loaded
         self.libraries = libraries
+        self._cudnn = None
+        self._kernel_only: set = set()   # conv steps cuDNN refused (the kernel runs them)
         self.name = f"cuda ({dev.name})"
         self._libs: dict = {}
         self.library_errors: dict = {}
@@ -61,6 +63,45 @@ class CudaDeviceAdapter:
         """cuSOLVER + cuBLAS on this device, or None (nvmath-python or a library missing)."""
         from .cusolver import Solvers
         return self._load("solvers", Solvers)
+
+    def cudnn(self):
+        """cuDNN convolutions on this device, or None when the frontend (or libcudnn)
+        is missing."""
+        if self._cudnn is None:
+            try:
+                from .cudnn_conv import CudnnConv
+                self._cudnn = CudnnConv(self.d)
+            except Exception as e:  # noqa: BLE001 - convolutions then run as our kernel
+                self._cudnn = False
+                self._cudnn_missing = f"cuDNN unavailable: {type(e).__name__}: {str(e)[:200]}"
+        return self._cudnn or None
+
+    def cudnn_conv(self, runner, thunk, frame) -> bool:
+        """A convolution launch through cuDNN (its ``spec`` plan); False when the kernel
+        must run it instead (recorded once per step in ``library_fallbacks``)."""
+        st = thunk.step
+        if st.name in self._kernel_only:
+            return False
+        conv = self.cudnn()
+        why = None if conv is not None else self._cudnn_missing
+        if conv is not None and runner._capturing and not conv.ready(thunk.spec):
+            return False  # nothing may be built or allocated in a capture: the kernel
+        if conv is not None:
+            try:
+                conv.run(thunk.spec, [runner.addr(sl, frame) for sl in st.input_slices],
+                         runner.addr(st.output_slices[0], frame))
+            except Exception as e:  # noqa: BLE001 - a graph cuDNN refused, a gone engine
+                if runner._capturing:
+                    raise  # the capture is void: the runner drops graphs and reruns
+                why = f"cuDNN: {type(e).__name__}: {str(e)[:300]}"
+        if why is not None:
+            self._kernel_only.add(st.name)
+            runner.p.library_fallbacks.append((st.name, f"{why}; the conv kernel runs it"))
+            return False
+        for sl in st.output_slices[1:]:  # cuDNN's scratch output: zeros, as the kernel's
+            if sl.size:
+                self.d.memset(runner.addr(sl, frame), sl.size)
+        return True
 
     def library_call(self, runner, thunk, frame) -> None:
         from .libraries import run_library_call

@@ -7,7 +7,13 @@ after a warm-up launch.
 
 Convolutions (the cuDNN custom calls the conv kernel takes) offer the kernel's
 algorithms (``conv.ALGORITHMS``), one launch each on the same buffers, keyed
-``CandidateKey.cudnn(algo_id)``.  Without a driver or device, :func:`autotune_provider`
+``CandidateKey.cudnn(algo_id)``, then, where cuDNN loads and takes the call's
+:class:`~.conv_plan.ConvPlan`, cuDNN's engines (the heuristics' first
+``MAX_CUDNN_ENGINES`` that build), keyed as XLA's frontend algorithms
+(``algo_id`` = the engine id, ``is_cudnn_frontend``, ``tuning_knobs``) with the engine's
+workspace as the candidate's scratch: ``gpu-conv-algorithm-picker`` writes the winner
+into ``cudnn_conv_backend_config.algorithm`` and the runtime runs that engine, or the
+kernel when a kernel algorithm won.  Without a driver or device, :func:`autotune_provider`
 returns None and the caller compiles deviceless.
 """
 from __future__ import annotations
@@ -16,6 +22,8 @@ from ...autotune.candidates import device_cache_key
 from ...autotune.redzone import DeviceMemory
 from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
                             kernel_variants, merged_kernels)
+
+MAX_CUDNN_ENGINES = 4   # each engine a build (runtime-compiled ones take ~1 s)
 
 
 class CudaProvider:
@@ -29,6 +37,7 @@ class CudaProvider:
         self._keep: list = []
         self._constants = constants_in(self.memory, self._keep)
         self._lt = None
+        self._dnn = None
 
     def device_key(self) -> str:
         d = self.device_info
@@ -64,9 +73,36 @@ class CudaProvider:
                 self._lt = False
         return (self._lt, plan) if self._lt else None
 
+    def _cudnn(self):
+        """cuDNN convolutions on this device, or None (no frontend / libcudnn)."""
+        if self._dnn is None:
+            try:
+                from .cudnn_conv import CudnnConv
+                self._dnn = CudnnConv(self.dev)
+            except Exception:  # noqa: BLE001 - the kernel's algorithms only
+                self._dnn = False
+        return self._dnn or None
+
+    def _cudnn_candidates(self, inst) -> list:
+        import dataclasses
+        from .conv_plan import conv_plan
+        plan = conv_plan(inst)
+        conv = self._cudnn() if plan is not None else None
+        if conv is None:
+            return []
+        plan = dataclasses.replace(plan, engine=None)
+        try:
+            engines = conv.engines(plan, limit=MAX_CUDNN_ENGINES)
+        except Exception:  # noqa: BLE001 - cuDNN does not take this graph
+            return []
+        return [CudnnConvCandidate(conv, plan, *e) for e in engines]
+
     def candidates(self, inst) -> list:
         if self._kernel_variants(inst):
-            return self._launch_candidates(inst, self._kernel_variants(inst))
+            out = self._launch_candidates(inst, self._kernel_variants(inst))
+            if inst.opcode == "custom-call":
+                out += self._cudnn_candidates(inst)
+            return out
         lt, plan = self._gemm(inst)
         return [GemmCandidate(lt, plan, i) for i in range(lt.algorithm_count(plan))]
 
@@ -106,7 +142,8 @@ class CudaProvider:
 
 class GemmCandidate:
     """cuBLASLt's ``index``-th heuristic algorithm for a gemm call, on the tuner's buffers
-    (inputs: the call's operands; outputs: its value, then the workspace)."""
+    (inputs: the call's operands; outputs: its value, the aux output of an ``*_AUX``
+    epilogue, then the workspace)."""
 
     scratch_bytes = 0   # cuBLASLt's workspace is its own
 
@@ -126,9 +163,34 @@ class GemmCandidate:
         try:
             self.lt.run(p, inputs[ia].address, inputs[ib].address,
                         inputs[p.c_operand].address if p.c_operand is not None else out, out,
-                        inputs[p.bias_operand].address if p.bias_operand is not None else None)
+                        inputs[p.bias_operand].address if p.bias_operand is not None else None,
+                        outputs[1].address if p.aux else None)
         except Exception as e:  # noqa: BLE001 - cuBLAS refused this algorithm here
             raise CandidateError(f"{self.name}: {type(e).__name__}: {e}") from None
+
+
+class CudnnConvCandidate:
+    """cuDNN's engine at plan ``index`` for a convolution call, on the tuner's buffers
+    (inputs: the call's operands; outputs: its value, then the scratch), the tuner's
+    scratch buffer as its workspace."""
+
+    def __init__(self, conv, plan, index: int, engine: int, knobs: tuple, workspace: int):
+        from ...autotune.results import CandidateKey
+        self.conv, self.plan, self.index = conv, plan, index
+        extra = {"tuning_knobs": tuple(knobs)} if knobs else {}
+        self.key = CandidateKey.cudnn(engine, is_cudnn_frontend=True, **extra)
+        self.name = f"cudnn-engine-{engine}" + "".join(f",{k}={v}" for k, v in knobs)
+        self.scratch_bytes = int(workspace)
+
+    def run(self, inputs, outputs, scratch) -> None:
+        from ...autotune.candidates import CandidateError
+        try:
+            self.conv.run(self.plan, [b.address for b in inputs], outputs[0].address,
+                          index=self.index,
+                          workspace=scratch.address if scratch is not None else None)
+        except Exception as e:  # noqa: BLE001 - cuDNN refused this engine here
+            raise CandidateError(f"{self.name}: {type(e).__name__}: {e}") from None
+
 
 
 def autotune_provider(options=None):

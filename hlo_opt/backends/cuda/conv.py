@@ -105,10 +105,12 @@ assert len(_BY_ID) == len(ALGORITHMS), "algorithm ids are unique"
 
 def algorithm_of(inst) -> ConvAlgorithm:
     """The algorithm a cuDNN call's backend config selects (0 for a plain convolution,
-    a call without one, or an id this kernel does not know)."""
+    a call without one, a cuDNN frontend engine, or an id this kernel does not know)."""
     if inst.opcode == "convolution":
         return DEFAULT_ALGORITHM
     algo = _cudnn_config(inst, required=False).get("algorithm", {})
+    if isinstance(algo, dict) and str(algo.get("is_cudnn_frontend", "")).lower() == "true":
+        return DEFAULT_ALGORITHM   # a cuDNN engine: the kernel (its fallback) runs as is
     try:
         return _BY_ID.get(int(algo.get("algo_id", 0)), DEFAULT_ALGORITHM)
     except (AttributeError, TypeError, ValueError):
@@ -120,7 +122,9 @@ def with_algorithm(inst, algo_id: int) -> None:
     autotuner builds one program per algorithm from)."""
     config = backend_config(inst)
     conv = config.setdefault("cudnn_conv_backend_config", {})
-    conv["algorithm"] = {**conv.get("algorithm", {}), "algo_id": str(algo_id)}
+    old = {k: v for k, v in conv.get("algorithm", {}).items()
+           if k not in ("is_cudnn_frontend", "tuning_knobs")}   # no cuDNN engine's fields
+    conv["algorithm"] = {**old, "algo_id": str(algo_id)}
     inst.attrs["backend_config"] = json.dumps(config, separators=(",", ":"))
 
 

@@ -70,6 +70,10 @@ class CublasLt:
             from .gemm_plan import CUBLASLT_EPILOGUE
             ep = np.array([CUBLASLT_EPILOGUE[plan.epilogue]], dtype=np.int32)
             lt.matmul_desc_set_attribute(desc, A.EPILOGUE, ep.ctypes.data, 4)
+        if plan.aux:  # the pre-activation in D's layout (its pointer is set per call)
+            self._set(desc, A.EPILOGUE_AUX_LD, plan.d.ld, np.int64)
+            if plan.batch > 1:
+                self._set(desc, A.EPILOGUE_AUX_BATCH_STRIDE, plan.d.batch_stride, np.int64)
         la = self._layout(plan.dtype, plan.a, plan.batch)
         lb = self._layout(plan.dtype, plan.b, plan.batch)
         ld = self._layout(plan.out_dtype, plan.d, plan.batch)
@@ -90,22 +94,29 @@ class CublasLt:
         self.plans[plan] = hit
         return hit
 
+    def _set(self, desc, attr, value, dtype) -> None:
+        v = np.array([value], dtype=dtype)
+        self.lt.matmul_desc_set_attribute(desc, attr, v.ctypes.data, v.itemsize)
+
     def algorithm_count(self, plan) -> int:
         """How many algorithms cuBLASLt's heuristic offers for ``plan`` (the autotuner's
         gemm candidates, index 0 its own choice)."""
         return len(self._plan_of(plan)[4][1])
 
-    def run(self, plan, a: int, b: int, c: int, d: int, bias: int | None = None) -> None:
-        """Every call of ``plan`` on device pointers (``c`` is read when beta != 0)."""
+    def run(self, plan, a: int, b: int, c: int, d: int, bias: int | None = None,
+            aux: int | None = None) -> None:
+        """Every call of ``plan`` on device pointers (``c`` is read when beta != 0;
+        ``aux`` receives the pre-activation of an ``*_AUX`` epilogue, in D's layout)."""
         desc, la, lb, ld, (_, algos), al, be = self._plan_of(plan)
         algo = algos[plan.algorithm] if 0 <= plan.algorithm < len(algos) else algos[0]
+        A = self.lt.MatmulDescAttribute
         if bias is not None:
-            bp = np.array([bias], dtype=np.uint64)
-            self.lt.matmul_desc_set_attribute(desc, self.lt.MatmulDescAttribute.BIAS_POINTER,
-                                              bp.ctypes.data, 8)
+            self._set(desc, A.BIAS_POINTER, bias, np.uint64)
         isz = numpy_dtype(plan.dtype).itemsize
         osz = numpy_dtype(plan.out_dtype).itemsize
         for oa, ob, od in plan.outer or ((0, 0, 0),):
+            if aux is not None:
+                self._set(desc, A.EPILOGUE_AUX_POINTER, aux + od * osz, np.uint64)
             self.lt.matmul(self.handle, desc, al.ctypes.data, a + oa * isz, la, b + ob * isz,
                            lb, be.ctypes.data, c + od * osz, ld, d + od * osz, ld, algo,
                            self.workspace, WORKSPACE, int(self.dev.stream))

@@ -678,6 +678,7 @@ class ReductionBlock(KernelBlock):
         self.mode = mode
         self.tpr = threads_per_row
         self.depth = 0
+        self.keep_values = None   # a row buffer the next reduction stores its operand in
 
     def reduce_loops(self, spec, init_codes, dtypes, loop_header=None):
         """Each thread folds its elements starting from its first one (``has`` says it
@@ -713,6 +714,9 @@ class ReductionBlock(KernelBlock):
                 expr = f"{kv} / {rest}" if rest > 1 else kv
             self.emit(f"const {kt} {c} = {expr};")
         xs = [self.value(v) for v in spec.values]
+        if self.keep_values and len(spec.loop_vars) == 1:  # kv is the row's column
+            self.emit(f"{self.keep_values}[{kv}] = {xs[0]};")
+            self.keep_values = None  # stored: the caller may read the buffer
         self._fold(spec, accs, xs, dtypes, has, None)
         self.close()
         self._combine_threads(spec, accs, dtypes, has)

@@ -23,7 +23,11 @@ from ...codegen.index import physical_strides
 GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")
 # cublasLtEpilogue_t of the epilogues this backend hands to cuBLASLt
 CUBLASLT_EPILOGUE = {"DEFAULT": 1, "RELU": 2, "BIAS": 4, "BIAS_RELU": 6, "GELU": 32,
-                     "BIAS_GELU": 36}
+                     "BIAS_GELU": 36, "GELU_AUX": 160, "BIAS_GELU_AUX": 164}
+# the auxiliary output (the pre-activation, tuple element 1) of these: cuBLASLt needs its
+# leading dimension to be a multiple of 8
+AUX_EPILOGUES = ("GELU_AUX", "BIAS_GELU_AUX")
+AUX_LD_MULTIPLE = 8
 TYPES = ("f32", "f16", "bf16", "f64")
 
 
@@ -59,6 +63,13 @@ class GemmPlan:
     bias_operand: int | None     # operand index of the bias vector
     algorithm: int = -1          # the autotuner's selected_algorithm: an index into
     #                              cuBLASLt's heuristic list (-1: its first)
+    aux: bool = False            # *_AUX epilogues: output 1 holds the pre-activation, in
+    #                              D's type and layout
+
+    @property
+    def first_workspace(self) -> int:
+        """Output index of the first workspace buffer (after the value and the aux)."""
+        return 2 if self.aux else 1
 
     @property
     def operands(self) -> tuple[int, int]:
@@ -118,6 +129,12 @@ def gemm_plan(inst) -> GemmPlan | None:
             break
     else:
         return None
+    aux = epilogue in AUX_EPILOGUES
+    if aux:
+        shapes = inst.shape.tuple_shapes if inst.shape.is_tuple() else ()
+        if len(shapes) < 2 or shapes[1].element_type != odt or shapes[1].dims != out.dims \
+                or physical_strides(shapes[1]) != os_ or d[2] % AUX_LD_MULTIPLE:
+            return None
     if bias_operand is not None:
         bias = ops[bias_operand].shape
         minor = out.effective_layout().minor_to_major[0] if out.rank else None
@@ -147,7 +164,7 @@ def gemm_plan(inst) -> GemmPlan | None:
     return GemmPlan(m, n, k, dt, odt, alpha, beta, epilogue, ta, tb,
                     Matrix(ar, ac, ald, inner[1]), Matrix(br, bc, bld, inner[2]),
                     Matrix(d[0], d[1], d[2], inner[3]), swapped, inner[0], outer,
-                    c_operand, bias_operand, algorithm)
+                    c_operand, bias_operand, algorithm, aux)
 
 
 def _dot_dims(inst):

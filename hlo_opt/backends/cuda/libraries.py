@@ -101,7 +101,7 @@ def run_library_call(dev, runner, thunk, frame) -> None:
         ia, ib = plan.operands
         lib.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand is not None
                 else out, out, addr(plan.bias_operand) if plan.bias_operand is not None
-                else None)
+                else None, runner.addr(st.output_slices[1], frame) if plan.aux else None)
     else:
         why = _prepare(lib, plan)
         if why is not None:

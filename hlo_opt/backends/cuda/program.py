@@ -7,7 +7,10 @@
 
 Thunk kinds (XLA's thunks, in spirit):
 
-* ``Launch``: one kernel, its arguments as buffer slices;
+* ``Launch``: one kernel, its arguments as buffer slices; a convolution's launch also
+  carries its cuDNN graph (``spec``: a :class:`~.conv_plan.ConvPlan`), which the CUDA
+  device runs instead where cuDNN loads and builds it (``CudaDeviceAdapter.cudnn_conv``),
+  the kernel being the fallback (and what cuda-sim runs);
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
 * ``Library``: a gemm through cuBLASLt (``gemm_plan.py``), an fft through cuFFT
   (``fft_plan.py``), a cholesky / triangular solve through cuSOLVER / cuBLAS
@@ -28,6 +31,7 @@ from ...errors import UnsupportedError
 from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitter
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .conv import emit_conv
+from .conv_plan import conv_plan, kernel_selected
 from .emitters import LaunchConfig, emit_kernel
 from .libraries import library_plan
 from .scatter import emit_scatter
@@ -74,6 +78,9 @@ class Program:
     entry: ComputationProgram
     computations: dict
     host_fallbacks: list = field(default_factory=list)  # (step, why) run on the host
+    # (step, why): library paths that fell back to our kernel at run time (cuDNN missing,
+    # a graph cuDNN refused), one note per step
+    library_fallbacks: list = field(default_factory=list)
 
     @property
     def arena_size(self) -> int:
@@ -165,12 +172,16 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
                                                             st.input_slices[base]],
                                  nbytes=st.output_slices[0].size))
-            return out + [_launch(st, k)]
+            launch = _launch(st, k)
+            if emit is emit_conv and use_libraries and not kernel_selected(st.instruction):
+                launch.spec = conv_plan(st.instruction)
+            return out + [launch]
         spec = library_plan(st.instruction) if use_libraries else None
         if spec is not None:  # args: the workspace outputs something reads (zeroed)
+            w = getattr(spec, "first_workspace", 1)
             written = 2 if isinstance(spec, CholeskyPlan) else None   # potrf's info
             return [Thunk("library", st.name, st, spec=spec, args=[
-                sl for j, (v, sl) in enumerate(zip(st.outputs[1:], st.output_slices[1:]), 1)
+                sl for j, (v, sl) in enumerate(zip(st.outputs[w:], st.output_slices[w:]), w)
                 if j != written and sl.size and _leaf_read(v.inst, v.leaf)])]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")

@@ -19,9 +19,9 @@ instead (the looped fallback).
 from __future__ import annotations
 
 from ...codegen import index as ix
-from ...codegen.row_norm import RowEmitter, reduction_var, row_norm_of
+from ...codegen.row_norm import RowEmitter, reached_from_root, reduction_var, row_norm_of
 from .emitters import _VEC, KIND_EMITTERS, KernelSource, ReductionBlock, c_name
-from .renderer import STORAGE, from_storage
+from .renderer import CTYPE, STORAGE, from_storage
 
 WARP_ROW_MAX = 2048
 THREADS = 256
@@ -42,6 +42,34 @@ def _staged_inputs(k, rn, n, rows_per_block) -> list:
             out.append(num)
             used += size
     return out
+
+
+def _kept_operands(k, rn, n, rows_per_block, staged) -> set:
+    """Reductions whose operand the output reads again (softmax's ``exp(x - max)``) and is
+    computed, not a plain input: each thread keeps its elements of it in a row buffer in
+    shared memory while reducing, and the output reads them there (one ``exp`` per
+    element, not two), while the buffers fit beside the staged inputs."""
+    used = sum(rows_per_block * n * k.inputs[num].shape.dtype.itemsize for num in staged)
+    out = set()
+    for i, red in enumerate(rn.reduces):
+        op = red.operands[0]
+        if op.opcode in ("parameter", "constant", "broadcast") or \
+                not reached_from_root(rn, op):
+            continue
+        size = rows_per_block * n * (8 if CTYPE[op.shape.element_type] in
+                                     ("double", "int64_t", "uint64_t") else 4)
+        if used + size <= SHARED_BYTES:
+            out.add(i)
+            used += size
+    return out
+
+
+def _declare_row_buffer(blk, name, ctype, n, rows_per_block, mode) -> None:
+    """``name``: this row's ``n`` values in shared memory (a warp's own slot in warp mode).
+    The thread that writes an element is the one that reads it back, so no barrier."""
+    blk.emit(f"__shared__ {ctype} {name}_all[{rows_per_block * n}];")
+    slot = f" + (threadIdx.x / 32) * {n}" if mode == "warp" else ""
+    blk.emit(f"{ctype}* {name} = {name}_all{slot};")
 
 
 def _stage(blk, k, staged, n, mode, tpr, it) -> None:
@@ -90,6 +118,8 @@ def emit_row_norm(ke) -> KernelSource:
     staged = _staged_inputs(k, rn, n, per_block)
 
     def load(attr, idx_code, dtype):
+        if isinstance(attr, tuple) and attr[0] == "cache":  # held in its register type
+            return f"rk{attr[1]}[HLO_CHK({idx_code}, {n})]"
         if isinstance(attr, tuple):
             return from_storage(dtype, f"rw{attr[1]}[HLO_CHK({idx_code}, {n})]")
         return ke._load(attr, idx_code, dtype)
@@ -101,8 +131,16 @@ def emit_row_norm(ke) -> KernelSource:
     col = ix.loop_var("C", n)
     em = RowEmitter(k.input_map, batch, frozenset(staged))
     _stage(blk, k, staged, n, mode, tpr, it)
+    kept = _kept_operands(k, rn, n, per_block, staged)
     for i, red in enumerate(rn.reduces):
+        if i in kept:
+            _declare_row_buffer(blk, f"rk{i}", CTYPE[red.operands[0].shape.element_type],
+                                n, per_block, mode)
+            blk.keep_values = f"rk{i}"
         code = blk.value(em.value(red, batch))
+        if i in kept and blk.keep_values is None:  # the reduction loop stored them
+            em.cached[red.operands[0]] = i
+        blk.keep_values = None
         v = reduction_var(i, red)
         blk.bindings[v.attr] = code
         em.known[red] = v

@@ -72,6 +72,8 @@ class Runner:
         self._loop_graphs: dict = {}   # (while thunk, state addresses) -> body graph
         self._capture_failed = False
         self._capturing = False
+        self._via_library: set = set()  # launch thunks a library ran (profile: "library")
+        self._warm_loops: set = set()   # loop bodies with library launches run plainly once
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -172,7 +174,9 @@ class Runner:
                 tm.start()
                 self._run_thunk(t, frame)
                 secs = tm.stop()
-                rec = self.times.setdefault((t.name, PROFILE_KIND.get(t.kind, t.kind)), [0.0, 0])
+                kind = "library" if t.name in self._via_library else \
+                    PROFILE_KIND.get(t.kind, t.kind)
+                rec = self.times.setdefault((t.name, kind), [0.0, 0])
                 rec[0] += secs
                 rec[1] += 1
             else:
@@ -181,6 +185,9 @@ class Runner:
     def _run_thunk(self, t, frame):
         k = t.kind
         if k == "launch":
+            if t.spec is not None and self._library_launch(t, frame):
+                self._via_library.add(t.name)
+                return
             self.dev.launch(t.kernel, [self.addr(s, frame) for s in t.args])
         elif k == "copy":
             dst, src = (self.addr(s, frame) for s in t.args)
@@ -198,6 +205,13 @@ class Runner:
             self._call(t, frame)
         else:
             raise AssertionError(k)
+
+    def _library_launch(self, t, frame) -> bool:
+        """A launch a library can run instead (a convolution's cuDNN graph): True when
+        the device ran it so, False when the kernel should run (no such library on this
+        device, or it refused: ``Program.library_fallbacks`` says why)."""
+        run = getattr(self.dev, "cudnn_conv", None)
+        return run is not None and run(self, t, frame)
 
     def _read_values(self, slices, shapes, frame):
         from ..interpreter.values import TOKEN
@@ -339,6 +353,10 @@ class Runner:
         if graph is None:
             if not self._graphs_ok() or not self._capturable(body.thunks, f) or \
                     self._root_overlaps(body, f, state):
+                return plain
+            if key not in self._warm_loops and any(
+                    b.kind == "launch" and b.spec is not None for b in body.thunks):
+                self._warm_loops.add(key)   # a library builds on a plain run, not captured
                 return plain
             graph = self._capture(plain)
             if graph is None:

@@ -38,6 +38,10 @@ def _hlo_backend(module, options):
     for t in prog.entry.thunks:
         if t.kind == "library":
             lines.append(f"// library %{t.name}: {describe(t.spec)}")
+    for t in prog.entry.thunks:
+        if t.kind == "launch" and t.spec is not None:
+            lines.append(f"// cudnn: %{t.name}: {t.spec.summary()} (on a device with "
+                         f"cuDNN; else the kernel)")
     for name, why in prog.host_fallbacks:
         lines.append(f"// host: %{name}: {why}")
     return "\n".join(lines) + "\n"

@@ -22,11 +22,13 @@ def _matrix(flat, offset, mat):
     return offset + i + j * mat.ld
 
 
-def cublaslt_model(plan, a, b, c, bias):
+def cublaslt_model(plan, a, b, c, bias, with_aux=False):
     """cublasLtMatmul as documented, on flat arrays (float64; ``c`` also gives D's size);
-    returns D's flat array."""
+    returns D's flat array (and, ``with_aux``, the aux buffer: the pre-activation of an
+    ``*_AUX`` epilogue at D's positions, its leading dimension D's)."""
     d = np.array(c, dtype=np.float64)
     d_out = d.copy()
+    aux = np.zeros_like(d)
     for oa, ob, od in plan.outer or ((0, 0, 0),):
         for q in range(plan.batch):
             ia = _matrix(a, oa + q * plan.a.batch_stride, plan.a)
@@ -39,12 +41,14 @@ def cublaslt_model(plan, a, b, c, bias):
                 acc = acc + plan.beta * d[idd]
             if bias is not None:
                 acc = acc + bias[:, None]
+            if plan.aux:
+                aux[idd] = acc
             if "RELU" in plan.epilogue:
                 acc = np.maximum(acc, 0)
             if "GELU" in plan.epilogue:
                 acc = 0.5 * acc * (1 + np.tanh(GELU_C * (acc + 0.044715 * acc ** 3)))
             d_out[idd] = acc
-    return d_out
+    return (d_out, aux) if with_aux else d_out
 
 
 def run_plan(inst, args):
@@ -57,8 +61,13 @@ def run_plan(inst, args):
     c = flat[plan.c_operand] if plan.c_operand is not None else np.zeros(
         out_shape.num_elements())
     bias = flat[plan.bias_operand] if plan.bias_operand is not None else None
-    d = cublaslt_model(plan, flat[ia], flat[ib], c, bias)[:out_shape.num_elements()]
-    return plan, from_physical(out_shape, d.astype(out_shape.dtype))
+    d, aux = cublaslt_model(plan, flat[ia], flat[ib], c, bias, with_aux=True)
+    size = out_shape.num_elements()
+    got = from_physical(out_shape, d[:size].astype(out_shape.dtype))
+    if plan.aux:  # the aux output has D's layout (gemm_plan checks)
+        return plan, (got, from_physical(inst.shape.tuple_shapes[1],
+                                         aux[:size].astype(out_shape.dtype)))
+    return plan, got
 
 
 def expected(inst, args):
@@ -69,6 +78,8 @@ def expected(inst, args):
                            list(inst.attr("lhs_batch_dims", ())),
                            list(inst.attr("rhs_batch_dims", ())))
     r = cublas_gemm(inst, args, None)
+    if isinstance(r, tuple) and gemm_plan(inst).aux:
+        return r[0], r[1]
     return r[0] if isinstance(r, tuple) else r
 
 
@@ -80,10 +91,13 @@ def random_args(inst, seed=0):
 def check(inst, seed=0):
     args = random_args(inst, seed)
     plan, got = run_plan(inst, args)
-    want = np.asarray(expected(inst, args), dtype=np.float64)
-    # the interpreter accumulates in f32, the model in f64: bounds on the result's scale
-    scale = max(1.0, float(np.abs(want).max()))
-    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-4, atol=1e-5 * scale)
+    want = expected(inst, args)
+    pairs = zip(got, want) if plan.aux else [(got, want)]
+    for g, w in pairs:
+        w = np.asarray(w, dtype=np.float64)
+        # the interpreter accumulates in f32, the model in f64: bounds on the result's scale
+        scale = max(1.0, float(np.abs(w).max()))
+        np.testing.assert_allclose(g.astype(np.float64), w, rtol=1e-4, atol=1e-5 * scale)
     return plan
 
 
@@ -168,12 +182,31 @@ def test_beta_and_bias_epilogues():
                         epilogue=epi, extra=extra), seed=3)
 
 
+@pytest.mark.parametrize("epi", ["GELU_AUX", "BIAS_GELU_AUX"])
+@pytest.mark.parametrize("out_l", ["{1,0}", "{0,1}"])
+def test_aux_epilogues_return_the_pre_activation(epi, out_l):
+    extra = [("bias", "f32[8]{0}" if out_l == "{1,0}" else "f32[16]{0}")] \
+        if epi.startswith("BIAS") else []
+    out = f"f32[16,8]{out_l}, f32[16,8]{out_l}"
+    plan = check(gemm_call("f32[16,5]{1,0}", "f32[5,8]{1,0}", out, dnums([1], [0]),
+                           epilogue=epi, extra=extra), seed=4)
+    assert plan.aux and plan.first_workspace == 2
+
+
 def test_refused_forms():
-    # two contracting dims, an aux epilogue, C in another layout than the output
+    # two contracting dims; an aux epilogue without its output, or with an aux in another
+    # layout, or a leading dimension cuBLASLt refuses (not a multiple of 8); C in another
+    # layout than the output
     assert gemm_plan(gemm_call("f32[6,5,2]{2,1,0}", "f32[5,2,4]{2,1,0}", "f32[6,4]{1,0}",
                                dnums([1, 2], [0, 1]))) is None
     assert gemm_plan(gemm_call("f32[6,5]{1,0}", "f32[5,4]{1,0}", "f32[6,4]{1,0}",
                                dnums([1], [0]), epilogue="GELU_AUX")) is None
+    assert gemm_plan(gemm_call("f32[6,5]{1,0}", "f32[5,8]{1,0}",
+                               "f32[6,8]{1,0}, f32[6,8]{0,1}", dnums([1], [0]),
+                               epilogue="GELU_AUX")) is None
+    assert gemm_plan(gemm_call("f32[6,5]{1,0}", "f32[5,4]{1,0}",
+                               "f32[6,4]{1,0}, f32[6,4]{1,0}", dnums([1], [0]),
+                               epilogue="GELU_AUX")) is None
     assert gemm_plan(gemm_call("f32[6,5]{1,0}", "f32[5,4]{1,0}", "f32[6,4]{1,0}",
                                dnums([1], [0]), beta=1, extra=[("c", "f32[6,4]{0,1}")])) is None
 
@@ -221,10 +254,10 @@ def test_autotune_gemm_candidates_pass_the_plans_operands():
         def __init__(self, fail=False):
             self.calls, self.fail = [], fail
 
-        def run(self, plan, a, b, c, d, bias):
+        def run(self, plan, a, b, c, d, bias, aux):
             if self.fail:
                 raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
-            self.calls.append((plan.algorithm, a, b, c, d, bias))
+            self.calls.append((plan.algorithm, a, b, c, d, bias, aux))
 
     inst = gemm_call("f32[6,5]{1,0}", "f32[5,4]{1,0}", "f32[6,4]{1,0}", dnums([1], [0]),
                      beta=1, epilogue="BIAS", extra=[("c", "f32[6,4]{1,0}"),
@@ -234,7 +267,12 @@ def test_autotune_gemm_candidates_pass_the_plans_operands():
     lt = FakeLt()
     GemmCandidate(lt, plan, 3).run([buf(100), buf(200), buf(300), buf(400)],
                                    [buf(500), buf(600)], None)
-    assert lt.calls == [(3, 200, 100, 300, 500, 400)]
+    assert lt.calls == [(3, 200, 100, 300, 500, 400, None)]
+    aux = gemm_plan(gemm_call("f32[16,5]{1,0}", "f32[5,8]{1,0}", "f32[16,8]{1,0}, f32[16,8]{1,0}",
+                              dnums([1], [0]), epilogue="GELU_AUX"))
+    lt = FakeLt()
+    GemmCandidate(lt, aux, 0).run([buf(100), buf(200)], [buf(500), buf(600), buf(700)], None)
+    assert lt.calls == [(0, 200, 100, 500, 500, None, 600)]
     with pytest.raises(CandidateError, match="NOT_SUPPORTED"):
         GemmCandidate(FakeLt(fail=True), plan, 0).run([buf(1)] * 4, [buf(2)] * 2, None)
 

@@ -5,6 +5,7 @@ checked by ptxas."""
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 
@@ -29,6 +30,21 @@ def test_one_kernel_per_fusion_with_the_row_layout():
         n = prog.module.entry.root.shape.dims[-1]
         assert k.extra["threads_per_row"] == (32 if n <= 2048 else 256), name
         assert k.fibered and "hlo_shfl_xor" in k.code, name
+
+
+@pytest.mark.parametrize("name", ["softmax_f32", "softmax_bf16_3d", "softmax_f32_3x5000",
+                                  "softmax_bf16_2x2500", "softmax_f16_5x31"])
+def test_softmax_takes_one_exp_per_element(name):
+    """exp(x - max) is kept per element while the sum reduces, and the output reads it
+    back (the row buffer fits shared memory in these cases)."""
+    code = _programs()[name].kernels[0].code
+    assert len(re.findall(r"\bexpf?\(", code)) == 1, code
+    assert "rk1[" in code
+
+
+def test_division_by_a_row_value_is_one_reciprocal_per_row():
+    code = _programs()["softmax_f32"].kernels[0].code
+    assert "(1.0f / acc" in code and not re.search(r"v\d+ / acc", code), code
 
 
 @functools.cache
