@@ -132,9 +132,40 @@ def selected_engine(inst) -> tuple | None:
         return None
 
 
+def cudnn_layout(t: TensorDesc) -> bool:
+    """Whether ``t`` (dims ``[N, C, spatial...]``, or ``[K, C, R, S...]`` for a filter) is
+    packed channels-first (NCHW / KCRS) or channels-last (NHWC / KRSC): the layouts
+    cuDNN's engines compute in.  Others (a filter with K minor-most, as the default
+    layout of ``01io`` gives) validate and then compute garbage on the GPU."""
+    inner = 1
+    for d in reversed(_physical_order(t)):
+        if t.dims[d] > 1 and t.strides[d] != inner:
+            return False
+        inner *= t.dims[d]
+    order = [d for d in _physical_order(t) if t.dims[d] > 1]
+    first = [d for d in range(len(t.dims)) if t.dims[d] > 1]
+    last = [d for d in [0] + list(range(2, len(t.dims))) + [1] if t.dims[d] > 1]
+    return order in (first, last)
+
+
+def _physical_order(t: TensorDesc) -> list:
+    """The dims from the major-most to the minor-most (by stride; ties keep dim order)."""
+    return sorted(range(len(t.dims)), key=lambda d: (-t.strides[d], d))
+
+
 def conv_plan(inst) -> ConvPlan | None:
     """The cuDNN graph of a convolution, or None (not a convolution, or cuDNN cannot
     take it: the conv kernel runs it)."""
+    plan = strided_plan(inst)
+    if plan is None or not all(cudnn_layout(t) for t in (plan.x, plan.w, plan.y) +
+                               ((plan.side,) if plan.side is not None else ())):
+        return None
+    return plan
+
+
+def strided_plan(inst) -> ConvPlan | None:
+    """The convolution as dims and strides whatever its layouts (what :func:`conv_plan`
+    hands cuDNN where the layouts are ones cuDNN computes in)."""
     if not is_convolution(inst):
         return None
     try:

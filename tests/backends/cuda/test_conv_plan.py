@@ -14,7 +14,8 @@ import pytest
 
 from hlo_opt.api import load, parse_hlo
 from hlo_opt.autotune.buffers import from_physical, to_physical
-from hlo_opt.backends.cuda.conv_plan import conv_plan, kernel_selected, selected_engine
+from hlo_opt.backends.cuda.conv_plan import (conv_plan, cudnn_layout, kernel_selected,
+                                             selected_engine, strided_plan)
 from tests.backends.cuda import test_conv_kernels as ck
 from tests.conftest import CORPUS
 
@@ -135,9 +136,9 @@ def interpret(inst, args):
 
 
 def check(inst, seed=0):
-    """The plan of ``inst`` run by the model equals the interpreter; the plan (None when
-    cuDNN cannot take the convolution)."""
-    plan = conv_plan(inst)
+    """The plan of ``inst`` (dims and strides, whatever the layouts) run by the model
+    equals the interpreter; the plan (None when cuDNN cannot take the convolution)."""
+    plan = strided_plan(inst)
     if plan is None:
         return None
     rng = np.random.default_rng(seed)
@@ -224,6 +225,23 @@ def test_synthetic_layouts_and_types(dt, layouts):
     assert plan.pre_padding == (1, 0) and plan.post_padding == (2, 1)
 
 
+@pytest.mark.parametrize("layouts,cudnn", [
+    (("", "{2,1,0,3}", ""), True),                       # NHWC, KRSC
+    (("{2,1,3,0}", "{1,0,2,3}", "{2,1,3,0}"), True),     # NCHW, KCRS
+    (("", "", ""), False),                               # the filter's K minor-most
+    (("{0,3,2,1}", "{2,1,0,3}", ""), False),             # the batch minor-most
+    (("", "{2,0,1,3}", ""), False)])                     # KSRC
+def test_only_cudnns_layouts_go_to_cudnn(layouts, cudnn):
+    """cuDNN computes in packed NCHW/KCRS or NHWC/KRSC: other layouts (which its
+    frontend validates, then computes wrongly: the default layout of a ``01io`` filter
+    gave errors of 6 on an H200) stay with the conv kernel."""
+    inst = _one("b01f_01io->b01f", [2, 7, 6, 4], [3, 2, 4, 6], "size=3x2 pad=1_1x0_1",
+                layouts=layouts)
+    plan = check(inst, seed=5)
+    assert all(cudnn_layout(t) for t in (plan.x, plan.w, plan.y)) == cudnn
+    assert (conv_plan(inst) is not None) == cudnn
+
+
 def test_full_reversal_is_convolution_mode():
     inst = _one("bf01_oi01->bf01", [1, 2, 6, 6], [3, 2, 3, 3],
                 "size=3x3 pad=1_1x1_1 rhs_reversal=1x1")
@@ -250,7 +268,7 @@ def test_selected_algorithm_fields():
                           '"workspace_size":"0"}')
     inst = parse_hlo(engine).entry.root
     assert selected_engine(inst) == (28, ((2, 1), (3, 0))) and not kernel_selected(inst)
-    assert conv_plan(inst).engine == (28, ((2, 1), (3, 0)))
+    assert strided_plan(inst).engine == (28, ((2, 1), (3, 0)))
     kernel = base.replace('"activation_mode":"kRelu6"',
                           '"activation_mode":"kRelu6","algorithm":{"algo_id":"2"}')
     inst = parse_hlo(kernel).entry.root
