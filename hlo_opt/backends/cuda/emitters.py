@@ -679,6 +679,7 @@ class ReductionBlock(KernelBlock):
         self.tpr = threads_per_row
         self.depth = 0
         self.keep_values = None   # a row buffer the next reduction stores its operand in
+        self.quad_order = False   # row reductions walk each thread's 4-element runs
 
     def reduce_loops(self, spec, init_codes, dtypes, loop_header=None):
         """Each thread folds its elements starting from its first one (``has`` says it
@@ -702,8 +703,13 @@ class ReductionBlock(KernelBlock):
         start = {"warp": "lane", "block": "threadIdx.x", "column": "ty"}[self.mode]
         step = {"warp": 32, "block": self.tpr, "column": self.tpr}[self.mode]
         kt = "int" if self.narrow else "int64_t"
-        self.emit("#pragma unroll 4")
-        self.open(f"for ({kt} {kv} = {start}; {kv} < {total}; {kv} += {step})")
+        quads = self.quad_order and len(spec.loop_vars) == 1 and \
+            self.mode in ("warp", "block") and quad_runs(total, step)
+        if quads:
+            self.open_quads(kv, start, step, quads, kt)
+        else:
+            self.emit("#pragma unroll 4")
+            self.open(f"for ({kt} {kv} = {start}; {kv} < {total}; {kv} += {step})")
         rest = total
         for name, trip in spec.loop_vars:
             rest //= trip
@@ -719,6 +725,8 @@ class ReductionBlock(KernelBlock):
             self.keep_values = None  # stored: the caller may read the buffer
         self._fold(spec, accs, xs, dtypes, has, None)
         self.close()
+        if quads:
+            self.close()
         self._combine_threads(spec, accs, dtypes, has)
         # the init value, once
         inits = []
@@ -733,6 +741,18 @@ class ReductionBlock(KernelBlock):
         self.round_narrow(accs, dtypes)
         self.depth -= 1
         return accs
+
+    def open_quads(self, var, start, step, runs, kt) -> None:
+        """Two unrolled loops giving ``var`` the row positions ``4 * (start + q * step) +
+        e`` (``q < runs``, ``e < 4``): each thread takes runs of 4 neighbours, which the
+        compiler reads and writes as 16-byte vectors, with the loop and the ``has`` test
+        of the first element folded away.  Close with two ``close()``."""
+        q, e = self.fresh("q"), self.fresh("e")
+        self.emit("#pragma unroll")
+        self.open(f"for (int {q} = 0; {q} < {runs}; ++{q})")
+        self.emit("#pragma unroll")
+        self.open(f"for (int {e} = 0; {e} < 4; ++{e})")
+        self.emit(f"const {kt} {var} = 4 * ({start} + {q} * {step}) + {e};")
 
     def _fold(self, spec, accs, xs, dtypes, has, other_has):
         """accs = has ? combine(accs, xs) : xs (when other_has, only if it is set)."""
@@ -788,6 +808,16 @@ class ReductionBlock(KernelBlock):
         self._fold(spec, accs, xs, dtypes, has, at(hs, "w"))
         self.close()
         self.emit("__syncthreads();  // the tile is reused by the next row")
+
+
+QUAD_RUNS_MAX = 16   # 4-element runs per thread a row walk unrolls (64 elements)
+
+
+def quad_runs(total: int, step: int) -> int:
+    """Runs of 4 elements per thread when ``total`` splits evenly into them and they
+    stay few enough to unroll, else 0."""
+    runs, left = divmod(total, 4 * step)
+    return runs if not left and 0 < runs <= QUAD_RUNS_MAX else 0
 
 
 def emit_kernel(kernel, names: set, device, config: LaunchConfig | None = None):

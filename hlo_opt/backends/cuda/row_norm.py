@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ...codegen import index as ix
 from ...codegen.row_norm import RowEmitter, reached_from_root, reduction_var, row_norm_of
-from .emitters import _VEC, KIND_EMITTERS, KernelSource, ReductionBlock, c_name
+from .emitters import _VEC, KIND_EMITTERS, KernelSource, ReductionBlock, c_name, quad_runs
 from .renderer import CTYPE, STORAGE, from_storage
 
 WARP_ROW_MAX = 2048
@@ -42,6 +42,26 @@ def _staged_inputs(k, rn, n, rows_per_block) -> list:
             out.append(num)
             used += size
     return out
+
+
+def _quad_friendly(k, n) -> bool:
+    """Rows of 4-element runs: a row length of a multiple of 4 and 16-byte aligned rows
+    of every array input and the output (32-bit elements)."""
+    arrays = [v.shape for v in k.inputs + k.outputs[:1] if v.shape.rank]
+    return n % 4 == 0 and all(s.dtype.itemsize == 4 for s in arrays)
+
+
+def _aligned_pointers(k, params) -> str:
+    """``__builtin_assume_aligned`` for the array buffers that start on 16 bytes (every
+    allocation does; an arena slice where its offset does)."""
+    lines = []
+    for ctype, role, slot in params:
+        v = (k.inputs if role == "in" else k.outputs)[slot]
+        sl = (k.input_slices if role == "in" else k.output_slices)[slot]
+        if v.shape.rank and (sl.kind != "arena" or sl.offset % 16 == 0):
+            name = f"{role}{slot}"
+            lines.append(f"  {name} = ({ctype})__builtin_assume_aligned({name}, 16);\n")
+    return "".join(lines)
 
 
 def _kept_operands(k, rn, n, rows_per_block, staged) -> set:
@@ -67,7 +87,7 @@ def _kept_operands(k, rn, n, rows_per_block, staged) -> set:
 def _declare_row_buffer(blk, name, ctype, n, rows_per_block, mode) -> None:
     """``name``: this row's ``n`` values in shared memory (a warp's own slot in warp mode).
     The thread that writes an element is the one that reads it back, so no barrier."""
-    blk.emit(f"__shared__ {ctype} {name}_all[{rows_per_block * n}];")
+    blk.emit(f"alignas(16) __shared__ {ctype} {name}_all[{rows_per_block * n}];")
     slot = f" + (threadIdx.x / 32) * {n}" if mode == "warp" else ""
     blk.emit(f"{ctype}* {name} = {name}_all{slot};")
 
@@ -124,6 +144,9 @@ def emit_row_norm(ke) -> KernelSource:
             return from_storage(dtype, f"rw{attr[1]}[HLO_CHK({idx_code}, {n})]")
         return ke._load(attr, idx_code, dtype)
     blk = ReductionBlock(load, narrow, mode, tpr, indent=2)
+    # every element access of the row in 4-element runs per thread (vector loads and
+    # stores): the instruction count, not the memory, bounded softmax on an H200
+    blk.quad_order = _quad_friendly(k, n)
     row = ix.loop_var("R", max(rows, 2))
     blk.bindings["R"] = "Rc"
     batch = ix.delinearize(shape.dims[:-1], row) if rows > 1 else \
@@ -145,15 +168,23 @@ def emit_row_norm(ke) -> KernelSource:
         blk.bindings[v.attr] = code
         em.known[red] = v
     start = "lane" if mode == "warp" else "threadIdx.x"
-    blk.open(f"for ({it} C = {start}; C < {n}; C += {tpr})")
+    runs = quad_runs(n, tpr) if blk.quad_order else 0
+    if runs:
+        blk.open_quads("C", start, tpr, runs, it)
+    else:
+        blk.open(f"for ({it} C = {start}; C < {n}; C += {tpr})")
     blk.bindings["C"] = "C"
     idx = batch + (col,)
     val = blk.value(em.value(rn.root, idx))
     pos = blk.value(ix.linear_index(shape, idx))
     ke._store(blk, 0, pos, val)
     blk.close()
+    if runs:
+        blk.close()
     params, decl = ke._signature(name, [0])
     body = "\n".join(blk.lines)
+    # the compiler may then merge a run's 4 accesses into one
+    aligned = _aligned_pointers(k, params) if blk.quad_order else ""
     if mode == "warp":
         grid = (rows + per_block - 1) // per_block
         head = (f"  const int lane = threadIdx.x % 32;\n"
@@ -168,7 +199,7 @@ def emit_row_norm(ke) -> KernelSource:
                  f"  const {it} Rc = R;\n")
         close_ = "  __syncthreads();\n  }\n"
     code = (f'extern "C" __global__ void __launch_bounds__({THREADS}) {name}('
-            f'{", ".join(decl)}) {{\n{head}{open_}{body}\n{close_}}}\n')
+            f'{", ".join(decl)}) {{\n{aligned}{head}{open_}{body}\n{close_}}}\n')
     ks = KernelSource(name, k.name, "row_normalization", code, params,
                       (max(grid, 1), 1, 1), (THREADS, 1, 1), True, ke._bytes([0]))
     ks.extra["threads_per_row"] = tpr
