@@ -21,7 +21,7 @@ class CudaDeviceAdapter:
         self.mod = loaded
         self.libraries = libraries
         self.name = f"cuda ({dev.name})"
-        for m in ("alloc", "upload", "download", "copy", "sync", "begin_capture",
+        for m in ("alloc", "upload", "download", "copy", "memset", "sync", "begin_capture",
                   "end_capture", "launch_graph"):
             setattr(self, m, getattr(dev, m))
 

@@ -9,7 +9,9 @@ Thunk kinds (XLA's thunks, in spirit):
 
 * ``Launch``: one kernel, its arguments as buffer slices;
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
-* ``Library``: a gemm through cuBLASLt (``gemm_plan.py``);
+* ``Library``: a gemm (``gemm_plan.py``): through cuBLASLt where nvmath-python is installed
+  and the autotuner chose no tile configuration, else as our own kernel
+  (``gemm_emitter.py``: the thunk's ``kernel`` and launch ``args``);
 * ``HostCall``: an instruction no kernel or library covers yet (fft, cholesky, triangular
   solve, integer convolutions, s4/c64 element types, collectives ...; convolutions, sort /
   topk and scatter have kernels: ``LIBRARY_EMITTERS``), run by the interpreter on the
@@ -27,6 +29,7 @@ from . import gemm_fusion_kernel  # noqa: F401 - registers the triton_gemm emitt
 from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .conv import emit_conv
 from .emitters import LaunchConfig, emit_kernel
+from .gemm_emitter import emit_gemm
 from .gemm_plan import gemm_plan
 from .scatter import emit_scatter
 from .sort import emit_sort
@@ -49,6 +52,7 @@ class Thunk:
     nbytes: int = 0
     callees: list = field(default_factory=list)  # ComputationProgram (control)
     spec: object = None               # library call parameters
+    workspaces: list = field(default_factory=list)  # library: outputs to zero (read later)
 
 
 @dataclass
@@ -164,10 +168,19 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                                  nbytes=st.output_slices[0].size))
             return out + [_launch(st, k)]
         spec = gemm_plan(st.instruction) if use_libraries else None
-        if spec is not None:  # args: the workspace outputs something reads (zeroed)
-            return [Thunk("library", st.name, st, spec=spec, args=[
-                sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
-                if sl.size and _leaf_read(v.inst, v.leaf)])]
+        if spec is not None:
+            workspaces = [sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
+                          if sl.size and _leaf_read(v.inst, v.leaf)]
+            try:
+                k = emit_gemm(st, spec, names)
+            except (UnsupportedError, KeyError) as e:
+                # cuBLASLt only (the host where it is missing)
+                fallbacks.append((st.name, f"gemm kernel: {e}"))
+                return [Thunk("library", st.name, st, spec=spec, workspaces=workspaces)]
+            kernels.append(k)
+            t = _launch(st, k)
+            t.kind, t.spec, t.workspaces = "library", spec, workspaces
+            return [t]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")
 

@@ -71,6 +71,7 @@ class Runner:
         self._loop_graphs: dict = {}   # (while thunk, state addresses) -> body graph
         self._capture_failed = False
         self._capturing = False
+        self.lt_refused: set = set()   # ids of library thunks cuBLASLt refused
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -258,9 +259,10 @@ class Runner:
         ``MAX_GRAPH_THUNKS`` of them, loops unrolled."""
         size = 0
         for t in thunks:
-            if t.kind == "library":
+            if t.kind == "library":   # cuBLASLt or our kernel: device work either way
                 lt = getattr(self.dev, "cublaslt", None)
-                if lt is None or lt() is None:
+                if t.kernel is None and (lt is None or lt() is None
+                                         or id(t) in self.lt_refused):
                     return False
             elif t.kind == "while" and frame is not None:
                 unrolled = self._unrolled_size(t, frame)
