@@ -48,7 +48,7 @@ CONFIG_FIELD = "triton_gemm_config"
 # the autotuner's candidates (the first that fits is the default for large problems)
 CONFIGS = (TileConfig(32, 32, 32, 4), TileConfig(64, 64, 32, 4), TileConfig(128, 64, 32, 4),
            TileConfig(64, 128, 32, 4), TileConfig(128, 128, 32, 8),
-           TileConfig(128, 128, 64, 8), TileConfig(32, 64, 32, 2))
+           TileConfig(64, 64, 64, 4), TileConfig(32, 64, 32, 2))
 
 
 def config_of(inst) -> TileConfig | None:
@@ -117,6 +117,12 @@ def _warp_grid(tile: TileConfig):
     return None if best is None else best[1:]
 
 
+def _stages(tile: TileConfig) -> int:
+    """k-tiles in flight on the tensor-core path: as many as fit (up to 3)."""
+    per = (tile.block_m + tile.block_n) * (tile.block_k + 8) * 2
+    return min(3, SMEM_LIMIT // per)
+
+
 def _layout(plan, tile: TileConfig):
     """('mma', (wm, wn)) or ('simt', (thread_m, thread_n)) for ``tile``; UnsupportedError
     when the tile cannot run the plan (threads, shared memory)."""
@@ -124,8 +130,7 @@ def _layout(plan, tile: TileConfig):
         raise UnsupportedError(f"cuda gemm: tile {tile}")
     if plan.dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0:
         grid = _warp_grid(tile)
-        smem = (tile.block_m + tile.block_n) * (tile.block_k + 8) * 2
-        if grid is not None and smem <= SMEM_LIMIT:
+        if grid is not None and _stages(tile) >= 2:
             return "mma", grid
     tt = tile.thread_tile()
     if tt is None:
@@ -198,8 +203,10 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
         emit(f"  __shared__ {ct} sB[{bk}][{bn + 1}];")
         emit(f"  const int tx = tid % {rt}, ty = tid / {rt};")
         emit(f"  {ct} acc[{tm}][{tn}];")
-        emit(f"  for (int i = 0; i < {tm}; ++i) for (int j = 0; j < {tn}; ++j) "
-             f"acc[i][j] = {literal(0, acc)};")
+        emit("#pragma unroll")
+        emit(f"  for (int i = 0; i < {tm}; ++i)")
+        emit("#pragma unroll")
+        emit(f"    for (int j = 0; j < {tn}; ++j) acc[i][j] = {literal(0, acc)};")
         emit(f"  for ({it} k0 = 0; k0 < {k}; k0 += {bk}) {{")
         ii, kk = ("t / " + str(bk), "t % " + str(bk)) if a_k_minor else \
             ("t % " + str(bm), "t / " + str(bm))
@@ -235,7 +242,9 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
         emit("    }")
         emit("    __syncthreads();")
         emit("  }")
+        emit("#pragma unroll")
         emit(f"  for (int i = 0; i < {tm}; ++i)")
+        emit("#pragma unroll")
         emit(f"    for (int j = 0; j < {tn}; ++j) {{")
         emit(f"      const {it} gi = m0 + tx + i * {rt}, gj = n0 + ty + j * {ct_};")
         emit("      const " + ct + " r = acc[i][j];")
@@ -245,38 +254,59 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
         sm, sn = bm // wm, bn // wn
         mi, ni = sm // 16, sn // 8
         pitch = bk + 8
-        emit(f"  __shared__ __align__(16) uint16_t sA[{bm}][{pitch}];")
-        emit(f"  __shared__ __align__(16) uint16_t sB[{bn}][{pitch}];")
+        stages = _stages(tile)
+        emit(f"  __shared__ __align__(16) uint16_t sA[{stages}][{bm}][{pitch}];")
+        emit(f"  __shared__ __align__(16) uint16_t sB[{stages}][{bn}][{pitch}];")
         emit("  const int lane = tid & 31, warp = tid >> 5;")
         emit(f"  const int wy = warp / {wn}, wx = warp % {wn};")
         emit("  const int g = lane >> 2, t4 = lane & 3;")
         emit(f"  float acc[{mi}][{ni}][4];")
-        emit(f"  for (int i = 0; i < {mi}; ++i) for (int j = 0; j < {ni}; ++j) "
-             "for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;")
+        emit("#pragma unroll")
+        emit(f"  for (int i = 0; i < {mi}; ++i)")
+        emit("#pragma unroll")
+        emit(f"    for (int j = 0; j < {ni}; ++j)")
+        emit("#pragma unroll")
+        emit("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;")
         vec_a = a_k_minor and _vec_ok(plan, plan.a, 0, k, bk)
         vec_b = b_k_minor and _vec_ok(plan, plan.b, 1, k, bk)
         if vec_a:
             emit(f"  const bool va = (((unsigned long long)({A} + oa)) & 15) == 0;")
         if vec_b:
             emit(f"  const bool vb = (((unsigned long long)({B} + ob)) & 15) == 0;")
-        emit(f"  for ({it} k0 = 0; k0 < {k}; k0 += {bk}) {{")
+        # a ring of ``stages`` k-tiles: 16-byte operands stream in by cp.async while the
+        # warps multiply the tile loaded stages - 1 steps before; others are stored
+        # straight into their stage
+        emit(f"  const int ktiles = (int)(({k} + {bk - 1}) / {bk});")
+        emit("  auto load_tile = [&](int st, int kt) {")
+        emit(f"    const {it} k0 = ({it})kt * {bk};")
         _mma_tile_load(emit, "A", A, "va" if vec_a else None, a_k_minor, bm, bk, threads, it,
-                       dm, k, "oa", lambda r, c: a_at(r, c), nA, "sA", "m0")
+                       dm, k, "oa", lambda r, c: a_at(r, c), nA, "sA[st]", "m0")
         _mma_tile_load(emit, "B", B, "vb" if vec_b else None, b_k_minor, bn, bk, threads, it,
-                       dn, k, "ob", lambda r, c: b_at(c, r), nB, "sB", "n0")
+                       dn, k, "ob", lambda r, c: b_at(c, r), nB, "sB[st]", "n0")
+        emit("    HLO_CP_COMMIT();")
+        emit("  };")
+        emit(f"  for (int s = 0; s < {stages - 1}; ++s) {{")
+        emit("    if (s < ktiles) load_tile(s, s); else HLO_CP_COMMIT();")
+        emit("  }")
+        emit("  for (int kt = 0; kt < ktiles; ++kt) {")
+        emit(f"    HLO_CP_WAIT({stages - 2});")
         emit("    __syncthreads();")
+        emit(f"    if (kt + {stages - 1} < ktiles) load_tile((kt + {stages - 1}) % {stages}, "
+             f"kt + {stages - 1}); else HLO_CP_COMMIT();")
+        emit(f"    const int st = kt % {stages};")
         emit(f"    for (int ks = 0; ks < {bk}; ks += 16) {{")
         emit(f"      unsigned a[{mi}][4], b[{ni}][2];")
         emit("#pragma unroll")
         emit(f"      for (int i = 0; i < {mi}; ++i) {{")
         emit(f"        const int r = wy * {sm} + i * 16 + g, c = ks + 2 * t4;")
-        emit("        a[i][0] = HLO_LD2(&sA[r][c]); a[i][1] = HLO_LD2(&sA[r + 8][c]);")
-        emit("        a[i][2] = HLO_LD2(&sA[r][c + 8]); a[i][3] = HLO_LD2(&sA[r + 8][c + 8]);")
+        emit("        a[i][0] = HLO_LD2(&sA[st][r][c]); a[i][1] = HLO_LD2(&sA[st][r + 8][c]);")
+        emit("        a[i][2] = HLO_LD2(&sA[st][r][c + 8]); "
+             "a[i][3] = HLO_LD2(&sA[st][r + 8][c + 8]);")
         emit("      }")
         emit("#pragma unroll")
         emit(f"      for (int j = 0; j < {ni}; ++j) {{")
         emit(f"        const int r = wx * {sn} + j * 8 + g, c = ks + 2 * t4;")
-        emit("        b[j][0] = HLO_LD2(&sB[r][c]); b[j][1] = HLO_LD2(&sB[r][c + 8]);")
+        emit("        b[j][0] = HLO_LD2(&sB[st][r][c]); b[j][1] = HLO_LD2(&sB[st][r][c + 8]);")
         emit("      }")
         emit("#ifdef HLO_SIM")
         emit(_sim_mma(plan.dtype, tile.num_warps, mi, ni))
@@ -294,10 +324,13 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
              "\"r\"(b[j][0]), \"r\"(b[j][1]));")
         emit("#endif")
         emit("    }")
-        emit("    __syncthreads();")
         emit("  }")
+        emit("  HLO_CP_WAIT(0);")
+        emit("#pragma unroll")
         emit(f"  for (int i = 0; i < {mi}; ++i)")
+        emit("#pragma unroll")
         emit(f"    for (int j = 0; j < {ni}; ++j)")
+        emit("#pragma unroll")
         emit("      for (int e = 0; e < 4; ++e) {")
         emit(f"        const {it} gi = m0 + wy * {sm} + i * 16 + g + (e >> 1) * 8;")
         emit(f"        const {it} gj = n0 + wx * {sn} + j * 8 + 2 * t4 + (e & 1);")
@@ -346,11 +379,22 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
                                "flops": 2 * plan.m * plan.n * plan.k * zs})
 
 
+# fragment words from shared memory; 16-byte global -> shared copies (cp.async, zero-filled
+# when ``ok`` is false) and their groups; cuda-sim copies at once
 _LD2 = """#ifndef HLO_LD2
 #ifdef HLO_SIM
 #define HLO_LD2(p) ((unsigned)(p)[0] | ((unsigned)(p)[1] << 16))
+#define HLO_CP16(dst, src, ok) do { *reinterpret_cast<uint4*>(dst) = (ok) ? \\
+    *reinterpret_cast<const uint4*>(src) : uint4{0u, 0u, 0u, 0u}; } while (0)
+#define HLO_CP_COMMIT() do {} while (0)
+#define HLO_CP_WAIT(n) do {} while (0)
 #else
 #define HLO_LD2(p) (*(const unsigned*)(p))
+#define HLO_CP16(dst, src, ok) asm volatile( \\
+    "cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: \\
+    "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"((ok) ? 16 : 0))
+#define HLO_CP_COMMIT() asm volatile("cp.async.commit_group;\\n" ::)
+#define HLO_CP_WAIT(n) asm volatile("cp.async.wait_group %0;\\n" :: "n"(n))
 #endif
 #endif
 """
@@ -376,10 +420,9 @@ def _mma_tile_load(emit, what, ptr, vec, k_minor, rows, bk, threads, it, total_r
         body.append(f"      for (int t = tid; t < {rows * per}; t += {threads}) {{")
         body.append(f"        const int rr = t / {per}, kk = (t % {per}) * 8;")
         body.append(f"        const {it} {r} = {origin} + rr, gk = k0 + kk;")
-        body.append("        uint4 v = {0u, 0u, 0u, 0u};")
-        body.append(f"        if ({r} < {total_rows} && gk < {k}) v = *reinterpret_cast<const "
-                    f"uint4*>({ptr} + HLO_CHK({off} + {at(r, 'gk')}, {n - 7}));")
-        body.append(f"        *reinterpret_cast<uint4*>(&{smem}[rr][kk]) = v;")
+        body.append(f"        const bool ok = {r} < {total_rows} && gk < {k};")
+        body.append(f"        HLO_CP16(&{smem}[rr][kk], ok ? {ptr} + HLO_CHK({off} + "
+                    f"{at(r, 'gk')}, {n - 7}) : {ptr}, ok);")
         body.append("      }")
         body.append("    } else")
     rr, kk = (f"t / {bk}", f"t % {bk}") if k_minor else (f"t % {rows}", f"t / {rows}")

@@ -7,6 +7,7 @@ module (one host-compiler run)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -132,12 +133,20 @@ def test_every_tile_configuration(dt):
     m = _module(cases)
     calls = [i for i in m.entry.instructions if i.opcode == "custom-call"]
     assert [config_of(c) for c in calls] == list(CONFIGS)
-    fits = [usable(gemm_plan(c), t) for c, t in zip(calls, CONFIGS)]
-    # f32 128x128x64 needs 66 KB of shared memory: the default tile runs instead
-    assert all(fits) if dt == "bf16" else fits.count(False) == 1
+    assert all(usable(gemm_plan(c), t) for c, t in zip(calls, CONFIGS))
     exe = _run_and_check(cases)
-    tiles = [k.extra["tile"] for k in exe.program.kernels]
-    assert [t for t, ok in zip(tiles, fits) if ok] == [t for t, ok in zip(CONFIGS, fits) if ok]
+    assert [k.extra["tile"] for k in exe.program.kernels] == list(CONFIGS)
+    assert {k.extra["tensor_cores"] for k in exe.program.kernels} == {dt == "bf16"}
+
+
+def test_a_tile_that_does_not_fit_falls_back_to_the_default():
+    """f64 128x128x32 needs 66 KB of shared memory: the call runs the default tile."""
+    cases = [dict(lhs="f64[70,20]{1,0}", rhs="f64[20,36]{1,0}", out="f64[70,36]{1,0}",
+                  dn=dnums([1], [0]), tile=CONFIGS[4])]
+    call = next(i for i in _module(cases).entry.instructions if i.opcode == "custom-call")
+    assert not usable(gemm_plan(call), CONFIGS[4])
+    exe = _run_and_check(cases)
+    assert exe.program.kernels[0].extra["tile"] == CONFIGS[0]
 
 
 def test_config_round_trip():
@@ -168,8 +177,8 @@ def _all_configs_module():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_configuration_compiles_with_nvrtc(arch, capsys):
     """Every tile configuration of every element type (and a batched call with every
-    epilogue operand) compiles with NVRTC and passes ptxas without spills; the report
-    prints each kernel's registers."""
+    epilogue operand) compiles with NVRTC and passes ptxas without spills or stack
+    frames; the report prints each kernel's registers."""
     from tests.backends.cuda.support import require_nvrtc, require_ptxas
     require_nvrtc()
     require_ptxas()
@@ -180,7 +189,13 @@ def test_every_configuration_compiles_with_nvrtc(arch, capsys):
     prog = build_program(m, target_device(m, None))
     assert not prog.host_fallbacks and len(prog.kernels) == 4 * len(CONFIGS) + 1
     mod = compile_cuda(full_source(prog), arch, name="gemm_configs.cu")
-    res = kernel_resources(ptxas_check(mod.ptx, arch))
+    report = ptxas_check(mod.ptx, arch)
+    res = kernel_resources(report)
+    # no register array indexed at run time (a stack frame: local memory)
+    frames = dict(re.findall(r"entry function '(\w+)'.*?(\d+) bytes stack frame", report,
+                             re.S))
+    assert {k.name: int(frames[k.name]) for k in prog.kernels} == \
+        {k.name: 0 for k in prog.kernels}
     names = {k.name for k in prog.kernels}
     assert names <= set(res)
     with capsys.disabled():
