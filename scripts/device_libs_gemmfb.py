@@ -1,6 +1,6 @@
 """Device probe of the gemm thunks' own kernel (``hlo_opt/backends/cuda/gemm_emitter.py``).
 
-``run(say)`` on a GPU: every distinct gemm call the ``gpu`` pipeline makes of
+``run(say)`` on a GPU: every distinct gemm (by its cuBLASLt plan) the ``gpu`` pipeline makes of
 sample_modules/{matmul_bias_gelu, mlp_train_step, transformer_step} and
 benchmarks/jax_modules/mlp_bf16 runs as our kernel under each tile configuration
 (``gemm_emitter.CONFIGS``), event-timed per launch; the fastest is checked against the
@@ -143,11 +143,14 @@ def run(say, backend: str = "cuda", quick: bool = False, big: bool = True) -> di
         dev, info = None, target_device()
     configs = CONFIGS[:2] if quick else CONFIGS
     names: set = set()
-    cases = []
+    cases, plans = [], set()
     paths = MODULES[:1] if quick else MODULES
     for rel in paths:
         for i, call in enumerate(gemm_calls(ROOT / rel)):
-            cases.append(Case(f"{Path(rel).stem}#{i}", call, info, names, configs))
+            case = Case(f"{Path(rel).stem}#{i}", call, info, names, configs)
+            if case.plan not in plans:       # the same cuBLASLt call: timed once
+                plans.add(case.plan)
+                cases.append(case)
     if big and backend == "cuda":
         for layout in ("NN", "TN"):
             cases.append(Case(f"bf16 {BIG}^3 {layout}", big_call(layout), info, names,

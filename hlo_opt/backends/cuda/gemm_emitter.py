@@ -296,18 +296,42 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
         emit(f"    const int st = kt % {stages};")
         emit(f"    for (int ks = 0; ks < {bk}; ks += 16) {{")
         emit(f"      unsigned a[{mi}][4], b[{ni}][2];")
+        # ldmatrix row addresses: A's x4 gives (rows 0-7 | 8-15) x (k 0-7 | 8-15) of a
+        # 16x16 step, B's x4 two 8-column steps (x2 for an odd last one)
+        nbp = (ni + 1) // 2
+        emit(f"      const uint16_t* pa[{mi}];")
+        emit(f"      const uint16_t* pb[{nbp}];")
         emit("#pragma unroll")
-        emit(f"      for (int i = 0; i < {mi}; ++i) {{")
-        emit(f"        const int r = wy * {sm} + i * 16 + g, c = ks + 2 * t4;")
-        emit("        a[i][0] = HLO_LD2(&sA[st][r][c]); a[i][1] = HLO_LD2(&sA[st][r + 8][c]);")
-        emit("        a[i][2] = HLO_LD2(&sA[st][r][c + 8]); "
-             "a[i][3] = HLO_LD2(&sA[st][r + 8][c + 8]);")
-        emit("      }")
+        emit(f"      for (int i = 0; i < {mi}; ++i)")
+        emit(f"        pa[i] = &sA[st][wy * {sm} + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8]"
+             "[ks + (lane >> 4) * 8];")
         emit("#pragma unroll")
-        emit(f"      for (int j = 0; j < {ni}; ++j) {{")
-        emit(f"        const int r = wx * {sn} + j * 8 + g, c = ks + 2 * t4;")
-        emit("        b[j][0] = HLO_LD2(&sB[st][r][c]); b[j][1] = HLO_LD2(&sB[st][r][c + 8]);")
-        emit("      }")
+        emit(f"      for (int j = 0; j < {nbp}; ++j)")
+        emit(f"        pb[j] = &sB[st][wx * {sn} + j * 16 + (lane & 7) + (lane >> 4) * 8]"
+             "[ks + ((lane >> 3) & 1) * 8];")
+        emit("#ifdef HLO_SIM")
+        emit(_sim_ldmatrix(tile.num_warps, mi, ni))
+        emit("#else")
+        emit("#pragma unroll")
+        emit(f"      for (int i = 0; i < {mi}; ++i)")
+        emit("        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, "
+             "[%4];\\n\"")
+        emit("            : \"=r\"(a[i][0]), \"=r\"(a[i][1]), \"=r\"(a[i][2]), "
+             "\"=r\"(a[i][3])")
+        emit("            : \"r\"((unsigned)__cvta_generic_to_shared(pa[i])));")
+        emit("#pragma unroll")
+        emit(f"      for (int j = 0; j < {ni // 2}; ++j)")
+        emit("        asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, "
+             "[%4];\\n\"")
+        emit("            : \"=r\"(b[2 * j][0]), \"=r\"(b[2 * j][1]), \"=r\"(b[2 * j + 1][0]), "
+             "\"=r\"(b[2 * j + 1][1])")
+        emit("            : \"r\"((unsigned)__cvta_generic_to_shared(pb[j])));")
+        if ni % 2:
+            emit("      asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, "
+                 "[%2];\\n\"")
+            emit(f"          : \"=r\"(b[{ni - 1}][0]), \"=r\"(b[{ni - 1}][1])")
+            emit(f"          : \"r\"((unsigned)__cvta_generic_to_shared(pb[{nbp - 1}])));")
+        emit("#endif")
         emit("#ifdef HLO_SIM")
         emit(_sim_mma(plan.dtype, tile.num_warps, mi, ni))
         emit("#else")
@@ -370,7 +394,9 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
     name = c_name(step.name, names)
     code = (_LD2 + f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
             + ", ".join(decl) + ") {\n" + "\n".join(L) + "\n}\n")
-    grid = ((dn + bn - 1) // bn, (dm + bm - 1) // bm, zs)
+    grid = (max(1, (dn + bn - 1) // bn), max(1, (dm + bm - 1) // bm), max(1, zs))
+    if grid[1] > 65535:
+        raise UnsupportedError(f"cuda gemm: {dm} rows need {grid[1]} blocks along y")
     isz = numpy_dtype(plan.dtype).itemsize
     moved = (plan.m * plan.k * 2 * isz + plan.m * plan.n * numpy_dtype(et).itemsize) * zs
     return KernelSource(name, step.name, "gemm", code, params, grid, (threads, 1, 1), True,
@@ -434,6 +460,26 @@ def _mma_tile_load(emit, what, ptr, vec, k_minor, rows, bk, threads, it, total_r
     body.append("    }")
     for line in body:
         emit(line)
+
+
+def _sim_ldmatrix(warps: int, mi: int, ni: int) -> str:
+    """cuda-sim's ldmatrix: the warp's row addresses through a scratch; matrix q of an
+    x4 (x2) is the 8 rows lanes 8q..8q+7 point at, and lane l gets word l % 4 of row
+    l / 4 of each."""
+    nbp = (ni + 1) // 2
+    return f"""      {{
+        __shared__ const uint16_t* xp[{warps}][32][{mi + nbp}];
+        for (int i = 0; i < {mi}; ++i) xp[warp][lane][i] = pa[i];
+        for (int j = 0; j < {nbp}; ++j) xp[warp][lane][{mi} + j] = pb[j];
+        __syncwarp();
+        const int src = lane >> 2, w = 2 * (lane & 3);
+        for (int i = 0; i < {mi}; ++i)
+          for (int q = 0; q < 4; ++q) a[i][q] = HLO_LD2(xp[warp][q * 8 + src][i] + w);
+        for (int j = 0; j < {ni}; ++j)
+          for (int q = 0; q < 2; ++q)
+            b[j][q] = HLO_LD2(xp[warp][((j & 1) * 2 + q) * 8 + src][{mi} + j / 2] + w);
+        __syncwarp();
+      }}"""
 
 
 def _sim_mma(dtype: str, warps: int, mi: int, ni: int) -> str:

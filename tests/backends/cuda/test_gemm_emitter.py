@@ -88,6 +88,8 @@ def test_layouts_epilogues_and_ragged_sizes(dt):
         for rhs_l in ("{1,0}", "{0,1}"):
             cases.append(dict(lhs=f"{dt}[37,45]{lhs_l}", rhs=f"{dt}[45,70]{rhs_l}",
                               out=f"{dt}[37,70]{{1,0}}", dn=dnums([1], [0]), tile=t))
+    cases.append(dict(lhs=f"{dt}[1,9]{{1,0}}", rhs=f"{dt}[9]{{0}}", out=f"{dt}[1]{{0}}",
+                      dn=dnums([1], [0])))                  # a matrix-vector product
     cases.append(dict(lhs=f"{dt}[19,33]{{1,0}}", rhs=f"{dt}[33,21]{{1,0}}",
                       out=f"{dt}[19,21]{{0,1}}", dn=dnums([1], [0]), alpha=0.5))
     cases.append(dict(lhs=f"{dt}[24,17]{{1,0}}", rhs=f"{dt}[9,17]{{1,0}}",
@@ -139,6 +141,18 @@ def test_every_tile_configuration(dt):
     assert {k.extra["tensor_cores"] for k in exe.program.kernels} == {dt == "bf16"}
 
 
+def test_odd_warp_column_steps():
+    """A warp sub-tile of three 8-column mma steps (ldmatrix x4 then x2 for B), one warp."""
+    from hlo_opt.codegen.gemm_fusion import TileConfig
+    tile = TileConfig(16, 24, 16, 1)
+    cases = [dict(lhs="bf16[40,48]{1,0}", rhs="bf16[30,48]{1,0}", out="f32[40,30]{1,0}",
+                  dn=dnums([1], [1]), tile=tile),
+             dict(lhs="f16[21,19]{0,1}", rhs="f16[19,50]{1,0}", out="f16[21,50]{1,0}",
+                  dn=dnums([1], [0]), tile=tile)]
+    exe = _run_and_check(cases)
+    assert all(k.extra["tile"] == tile and k.extra["tensor_cores"] for k in exe.program.kernels)
+
+
 def test_a_tile_that_does_not_fit_falls_back_to_the_default():
     """f64 128x128x32 needs 66 KB of shared memory: the call runs the default tile."""
     cases = [dict(lhs="f64[70,20]{1,0}", rhs="f64[20,36]{1,0}", out="f64[70,36]{1,0}",
@@ -171,6 +185,9 @@ def _all_configs_module():
                       out="bf16[4,70,20]{2,1,0}", dn=dnums([2], [1], [0], [0]), beta=1,
                       epilogue="BIAS_GELU", alpha=2,
                       extra=[("c", "bf16[4,70,20]{2,1,0}"), ("bias", "bf16[20]{0}")]))
+    from hlo_opt.codegen.gemm_fusion import TileConfig
+    cases.append(dict(lhs="f16[40,48]{1,0}", rhs="f16[30,48]{1,0}", out="f16[40,30]{1,0}",
+                      dn=dnums([1], [1]), tile=TileConfig(16, 24, 16, 1)))   # ldmatrix x2
     return _module(cases)
 
 
@@ -187,7 +204,7 @@ def test_every_configuration_compiles_with_nvrtc(arch, capsys):
     from hlo_opt.backends.cuda.target import target_device
     m = _all_configs_module()
     prog = build_program(m, target_device(m, None))
-    assert not prog.host_fallbacks and len(prog.kernels) == 4 * len(CONFIGS) + 1
+    assert not prog.host_fallbacks and len(prog.kernels) == 4 * len(CONFIGS) + 2
     mod = compile_cuda(full_source(prog), arch, name="gemm_configs.cu")
     report = ptxas_check(mod.ptx, arch)
     res = kernel_resources(report)
