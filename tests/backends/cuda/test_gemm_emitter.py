@@ -251,3 +251,53 @@ def test_device_probe_case_loop_under_cuda_sim():
     except CudaDriverError:
         lines.clear()
         assert probe.run(lines.append) == {} and "no CUDA device" in lines[0]
+
+
+def test_runtime_routes_gemms_between_cublaslt_and_the_kernel():
+    """On a device with cuBLASLt (a stand-in on cuda-sim memory): an untuned gemm goes to
+    cuBLASLt, one whose call names a tile configuration launches our kernel; a cuBLASLt
+    refusal runs the kernel instead, is noted once in host_fallbacks and not retried."""
+    require_gxx()
+    from hlo_opt.backends.cuda.libraries import run_library_call
+    from hlo_opt.backends.cuda.runtime import Runner
+    from hlo_opt.backends.cuda_sim import SimExecutable
+    from hlo_opt.backends.cuda_sim.device import SimDevice
+    from hlo_opt.backends.interpreter import execute
+
+    class Lt:
+        def __init__(self, fail):
+            self.fail, self.calls = fail, 0
+
+        def run(self, plan, a, b, c, d, bias=None):
+            self.calls += 1
+            if self.fail:
+                raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
+
+    class Device(SimDevice):
+        lt = None
+
+        def cublaslt(self):
+            return self.lt
+
+        def library_call(self, runner, thunk, frame):
+            run_library_call(self, runner, thunk, frame)
+
+    case = dict(lhs="f32[20,12]{1,0}", rhs="f32[12,9]{1,0}", out="f32[20,9]{1,0}",
+                dn=dnums([1], [0]))
+    rng = np.random.default_rng(1)
+    for tile, fail, lt_calls, kernel in ((None, False, 2, False), (CONFIGS[1], False, 0, True),
+                                         (None, True, 1, True)):
+        m = _module([dict(case, tile=tile)])
+        exe = SimExecutable(m)
+        dev = Device(exe.library)
+        dev.lt = Lt(fail)
+        runner = Runner(exe.program, dev)
+        args = [rng.standard_normal(p.shape.dims).astype(np.float32)
+                for p in m.entry.parameters]
+        for _ in range(2):
+            got = runner.run(args)
+        assert dev.lt.calls == lt_calls
+        if kernel:
+            np.testing.assert_allclose(got[0], execute(m, args)[0], rtol=1e-5, atol=1e-5)
+        notes = [why for _, why in exe.program.host_fallbacks]
+        assert notes == (["cuBLASLt: RuntimeError: CUBLAS_STATUS_NOT_SUPPORTED"] if fail else [])
