@@ -301,3 +301,32 @@ def test_runtime_routes_gemms_between_cublaslt_and_the_kernel():
             np.testing.assert_allclose(got[0], execute(m, args)[0], rtol=1e-5, atol=1e-5)
         notes = [why for _, why in exe.program.host_fallbacks]
         assert notes == (["cuBLASLt: RuntimeError: CUBLAS_STATUS_NOT_SUPPORTED"] if fail else [])
+
+
+def test_cuda_provider_offers_cublaslt_algorithms_then_the_tiles():
+    """The CUDA provider's gemm candidates (built without a device): cuBLASLt's heuristic
+    algorithms where it loads, then every tile configuration that runs the call, keyed
+    by the tile's name; without cuBLASLt the tiles alone, and the call is still tuned."""
+    from types import SimpleNamespace
+
+    from hlo_opt.autotune.results import CandidateKey
+    from hlo_opt.backends.cuda.autotune import CudaProvider
+    from hlo_opt.backends.cuda.launch_config import config_name
+    from hlo_opt.backends.cuda.target import target_device
+
+    class Lt:
+        def algorithm_count(self, plan):
+            return 3
+
+    m = _module([dict(lhs="bf16[64,32]{1,0}", rhs="bf16[32,48]{1,0}", out="f32[64,48]{1,0}",
+                      dn=dnums([1], [0]))])
+    call = next(i for i in m.entry.instructions if i.opcode == "custom-call")
+    for lt, n_lt in ((Lt(), 3), (False, 0)):
+        p = CudaProvider.__new__(CudaProvider)
+        p.device_info, p._variants, p._lt = target_device(), {}, lt
+        p.dev, p._constants = SimpleNamespace(copy=None), None
+        assert p.kind_of(call) == "gemm"
+        cands = p.candidates(call)
+        assert [c.key for c in cands[:n_lt]] == [CandidateKey.gemm(i) for i in range(n_lt)]
+        assert [c.key for c in cands[n_lt:]] == [CandidateKey.other(config_name(t))
+                                                 for t in CONFIGS]
