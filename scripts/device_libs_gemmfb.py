@@ -87,7 +87,7 @@ class Case:
         self.module = standalone_module(call)
         self.programs = []
         for tile in configs:
-            if self.plan is None or not usable(self.plan, tile):
+            if self.plan is None or not usable(self.plan, tile, info):
                 continue
             m = standalone_module(call)
             with_config(m.entry.root, tile)

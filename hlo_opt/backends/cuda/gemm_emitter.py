@@ -82,22 +82,28 @@ def with_config(inst, tile: TileConfig | None) -> bool:
     return True
 
 
-def default_config(plan) -> TileConfig:
+def default_config(plan, device=None) -> TileConfig:
     """A tile by the problem's size: 128x128 for large outputs, 64x64 for medium ones,
     32x32 else (small gemms waste less of their tile)."""
     rows, cols = plan.d.rows, plan.d.cols
     for tile in (TileConfig(128, 128, 32, 8), TileConfig(64, 64, 32, 4)):
-        if rows >= tile.block_m and cols >= tile.block_n and usable(plan, tile):
+        if rows >= tile.block_m and cols >= tile.block_n and usable(plan, tile, device):
             return tile
     return CONFIGS[0]
 
 
-def usable(plan, tile: TileConfig) -> bool:
+def usable(plan, tile: TileConfig, device=None) -> bool:
+    """Whether ``tile`` can run ``plan`` (on ``device``: None is the sm_80+ default)."""
     try:
-        _layout(plan, tile)
+        _layout(plan, tile, device)
     except UnsupportedError:
         return False
     return True
+
+
+def tensor_cores(device) -> bool:
+    """mma.sync.m16n8k16 on bf16, cp.async and ldmatrix need sm_80 or newer."""
+    return device is None or tuple(getattr(device, "compute_capability", (9, 0))) >= (8, 0)
 
 
 def _warp_grid(tile: TileConfig):
@@ -123,12 +129,12 @@ def _stages(tile: TileConfig) -> int:
     return min(3, SMEM_LIMIT // per)
 
 
-def _layout(plan, tile: TileConfig):
+def _layout(plan, tile: TileConfig, device=None):
     """('mma', (wm, wn)) or ('simt', (thread_m, thread_n)) for ``tile``; UnsupportedError
     when the tile cannot run the plan (threads, shared memory)."""
     if tile.num_warps < 1 or tile.block_k < 1:
         raise UnsupportedError(f"cuda gemm: tile {tile}")
-    if plan.dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0:
+    if plan.dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0 and tensor_cores(device):
         grid = _warp_grid(tile)
         if grid is not None and _stages(tile) >= 2:
             return "mma", grid
@@ -142,13 +148,16 @@ def _layout(plan, tile: TileConfig):
     return "simt", tt
 
 
-def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelSource:
-    """The kernel of a gemm library step whose plan is ``plan``; UnsupportedError when
-    it cannot be generated (the step then runs through cuBLASLt or on the host)."""
+def emit_gemm(step, plan, names: set, device=None,
+              tile: TileConfig | None = None) -> KernelSource:
+    """The kernel of a gemm library step whose plan is ``plan`` for ``device`` (its
+    compute capability picks the path); UnsupportedError when it cannot be generated
+    (the step then runs through cuBLASLt or on the host)."""
     if tile is None:      # the autotuner's choice where this plan can run it
         tile = config_of(step.instruction)
-        tile = tile if tile is not None and usable(plan, tile) else default_config(plan)
-    path, shape = _layout(plan, tile)
+        tile = tile if tile is not None and usable(plan, tile, device) else \
+            default_config(plan, device)
+    path, shape = _layout(plan, tile, device)
     types = [v.shape.element_type for v in step.inputs]
     et = plan.out_dtype
     if plan.dtype not in CTYPE or CTYPE.get(plan.dtype) not in ("float", "double"):
@@ -392,7 +401,8 @@ def emit_gemm(step, plan, names: set, tile: TileConfig | None = None) -> KernelS
     decl = [f"{t} __restrict__ {'in' if role == 'in' else 'out'}{slot}"
             for t, role, slot in params]
     name = c_name(step.name, names)
-    code = (_LD2 + f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
+    code = ((_LD2 if path == "mma" else "")
+            + f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
             + ", ".join(decl) + ") {\n" + "\n".join(L) + "\n}\n")
     grid = (max(1, (dn + bn - 1) // bn), max(1, (dm + bm - 1) // bm), max(1, zs))
     if grid[1] > 65535:

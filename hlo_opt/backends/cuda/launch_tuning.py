@@ -184,7 +184,7 @@ def gemm_call_variants(call, device) -> list[Variant]:
     module = standalone_module(call)
     out, seen = [], set()
     for tile in CONFIGS:
-        if not usable(plan, tile):
+        if not usable(plan, tile, device):
             continue
         with_config(module.entry.root, tile)
         prog = build_program(module, device)

@@ -172,7 +172,7 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             workspaces = [sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
                           if sl.size and _leaf_read(v.inst, v.leaf)]
             try:
-                k = emit_gemm(st, spec, names)
+                k = emit_gemm(st, spec, names, device)
             except (UnsupportedError, KeyError) as e:
                 # cuBLASLt only (the host where it is missing)
                 fallbacks.append((st.name, f"gemm kernel: {e}"))

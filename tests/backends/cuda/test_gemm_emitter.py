@@ -330,3 +330,19 @@ def test_cuda_provider_offers_cublaslt_algorithms_then_the_tiles():
         assert [c.key for c in cands[:n_lt]] == [CandidateKey.gemm(i) for i in range(n_lt)]
         assert [c.key for c in cands[n_lt:]] == [CandidateKey.other(config_name(t))
                                                  for t in CONFIGS]
+
+
+def test_before_ampere_bf16_gemms_take_the_simt_path():
+    """mma.sync on bf16, cp.async and ldmatrix need sm_80: a Turing target gets the SIMT
+    kernel (and cuda-sim runs it)."""
+    import dataclasses
+
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.program import build_program
+    turing = dataclasses.replace(H100, compute_capability=(7, 5))
+    m = _module([dict(lhs="bf16[40,48]{1,0}", rhs="bf16[48,30]{1,0}", out="bf16[40,30]{1,0}",
+                      dn=dnums([1], [0]), tile=CONFIGS[1])])
+    (k,) = build_program(m, turing).kernels
+    assert not k.extra["tensor_cores"] and "mma.sync" not in k.code and "cp.async" not in k.code
+    (k,) = build_program(m, H100).kernels
+    assert k.extra["tensor_cores"] and "mma.sync" in k.code
