@@ -2,7 +2,8 @@
 asked) as one NVRTC kernel, where cuBLASLt is not installed (always under cuda-sim) and
 as the autotuner's alternative to cuBLASLt's algorithms.
 
-The kernel computes cuBLASLt's ``D = act(alpha * op(A) . op(B) + beta * C + bias)`` on the
+The kernel computes cuBLASLt's ``D = act(alpha * op(A) . op(B) + beta * C + bias)`` (and,
+for a plan with ``aux``, the pre-activation as output 1, in D's type and layout) on the
 plan's column-major matrices (leading dimensions, transposes, strided batches; the plan's
 ``outer`` offsets become a table the batch index reads), with the interpreter's
 epilogues (``ops_gemm.cublas_gemm``: RELU ``max(x, 0)``, GELU XLA's tanh approximation,
@@ -384,6 +385,10 @@ def emit_gemm(step, plan, names: set, device=None,
         bias = from_storage(types[plan.bias_operand],
                             f"in{plan.bias_operand}[HLO_CHK(gi, {nb})]")
         e.append(f"  x = x + ({ct}){bias};")
+    aux = getattr(plan, "aux", False)   # *_AUX: the pre-activation, D's type and layout
+    if aux:
+        pre = f"(({CTYPE[et]})x)" if CTYPE[et] != ct else "x"
+        e.append(f"  out1[HLO_CHK(at, {nD})] = {to_storage(et, pre)};")
     if "RELU" in plan.epilogue:
         e.append(f"  x = x < {literal(0, acc)} ? {literal(0, acc)} : x;")
     if "GELU" in plan.epilogue:
@@ -398,6 +403,8 @@ def emit_gemm(step, plan, names: set, device=None,
 
     params = [(f"const {STORAGE[t]}*", "in", i) for i, t in enumerate(types)]
     params.append((f"{STORAGE[et]}*", "out", 0))
+    if aux:
+        params.append((f"{STORAGE[et]}*", "out", 1))
     decl = [f"{t} __restrict__ {'in' if role == 'in' else 'out'}{slot}"
             for t, role, slot in params]
     name = c_name(step.name, names)

@@ -169,7 +169,8 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             return out + [_launch(st, k)]
         spec = gemm_plan(st.instruction) if use_libraries else None
         if spec is not None:
-            workspaces = [sl for v, sl in zip(st.outputs[1:], st.output_slices[1:])
+            w = getattr(spec, "first_workspace", 1)
+            workspaces = [sl for v, sl in zip(st.outputs[w:], st.output_slices[w:])
                           if sl.size and _leaf_read(v.inst, v.leaf)]
             try:
                 k = emit_gemm(st, spec, names, device)

@@ -346,3 +346,62 @@ def test_before_ampere_bf16_gemms_take_the_simt_path():
     assert not k.extra["tensor_cores"] and "mma.sync" not in k.code and "cp.async" not in k.code
     (k,) = build_program(m, H100).kernels
     assert k.extra["tensor_cores"] and "mma.sync" in k.code
+
+
+def test_aux_epilogue_writes_the_pre_activation(monkeypatch):
+    """A plan with ``aux`` (cuBLASLt's GELU_AUX: output 1 is the value before the GELU)
+    gets it written by the kernel, as the interpreter computes it."""
+    import dataclasses
+
+    require_gxx()
+    from hlo_opt.backends.cuda import program as program_mod
+    from hlo_opt.backends.cuda.gemm_plan import GemmPlan
+    from hlo_opt.backends.cuda_sim import SimExecutable
+    from hlo_opt.backends.interpreter import execute
+
+    @dataclasses.dataclass(frozen=True)
+    class AuxPlan(GemmPlan):
+        aux: bool = True
+
+        @property
+        def first_workspace(self) -> int:
+            return 2
+
+    def plan_of(inst):
+        cfg = inst.attrs["backend_config"]
+        inst.attrs["backend_config"] = cfg.replace("GELU_AUX", "GELU")
+        try:
+            plan = gemm_plan(inst)
+        finally:
+            inst.attrs["backend_config"] = cfg
+        if plan is None or "GELU_AUX" not in cfg:
+            return plan
+        fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(GemmPlan)}
+        return AuxPlan(**dict(fields, epilogue="BIAS_GELU_AUX", aux=True))
+
+    monkeypatch.setattr(program_mod, "gemm_plan", plan_of)
+    cfg = {"gemm_backend_config": {"alpha_real": 1, "alpha_imag": 0, "beta": 0,
+                                   "dot_dimension_numbers": json.loads(dnums([1], [0])),
+                                   "epilogue": "BIAS_GELU_AUX"}}
+    m = parse_hlo(f"""HloModule aux
+ENTRY e {{
+  %a = bf16[20,24]{{1,0}} parameter(0)
+  %b = bf16[24,16]{{1,0}} parameter(1)
+  %bias = bf16[16]{{0}} parameter(2)
+  %g = (bf16[20,16]{{1,0}}, bf16[20,16]{{1,0}}, s8[32]{{0}}) custom-call(%a, %b, %bias), custom_call_target="__cublas$lt$matmul", backend_config={json.dumps(cfg, separators=(",", ":"))}
+  %v = bf16[20,16]{{1,0}} get-tuple-element(%g), index=0
+  %x = bf16[20,16]{{1,0}} get-tuple-element(%g), index=1
+  ROOT %r = (bf16[20,16]{{1,0}}, bf16[20,16]{{1,0}}) tuple(%v, %x)
+}}
+""")
+    exe = SimExecutable(m)
+    (k,) = exe.program.kernels
+    assert [p[1:] for p in k.params][-2:] == [("out", 0), ("out", 1)]
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(p.shape.dims).astype(p.shape.dtype) for p in m.entry.parameters]
+    got, want = exe.run(args), execute(m, args)
+    want = want[0] if len(want) == 1 else want
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                   rtol=2e-2, atol=2e-2)
+    assert not np.allclose(np.asarray(got[0], np.float64), np.asarray(got[1], np.float64))
