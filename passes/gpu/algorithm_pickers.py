@@ -7,8 +7,12 @@ candidate of every cuBLAS gemm / cuDNN convolution in the non-fusion computation
 writes it into the custom call's backend config, as XLA does:
 
 * gemm: ``gemm_backend_config.selected_algorithm`` (the algorithm, or the index into the
-  provider's list); a gemm with ``alpha == beta == 0`` is skipped; when every candidate
-  fails, a warning is recorded and the call is left alone;
+  provider's list); when one of our gemm kernel's tile configurations wins (a candidate
+  keyed ``other(name=triton:...)``, as XLA keys a Triton config), the call keeps
+  cuBLAS's default algorithm and gets the tile as ``triton_gemm_config`` (XLA's
+  ``TritonGemmKey`` fields) beside ``gemm_backend_config``; a gemm with
+  ``alpha == beta == 0`` is skipped; when every candidate fails, a warning is recorded
+  and the call is left alone;
 * convolution: ``cudnn_conv_backend_config.algorithm`` (``algo_id``, ``math_type``,
   ``workspace_size``) and the scratch tuple element resized to the chosen workspace (the
   call is rebuilt and repackaged as ``tuple(get-tuple-element(0), u8[0] constant)``, as
@@ -108,13 +112,18 @@ def _tune_gemm_fusions(module, session) -> bool:
             session.warn(f"No tile configuration of %{f.name} passed: {e}")
             changed |= set_tile_config(f, DEFAULT_TILE)
             continue
-        name = result.key.get("name", "") if result.key is not None else ""
-        if not name.startswith(TRITON_PREFIX):
-            continue
-        fields = dict(item.split("=") for item in name[len(TRITON_PREFIX):].split(",") if item)
-        tile = TileConfig(**{k: int(v) for k, v in fields.items()})
-        changed |= set_tile_config(f, tile)
+        tile = _tile_of(result.key.get("name", "") if result.key is not None else "")
+        if tile is not None:
+            changed |= set_tile_config(f, tile)
     return changed
+
+
+def _tile_of(name: str) -> TileConfig | None:
+    """The tile configuration a candidate named ``triton:block_m=...`` stands for."""
+    if not name.startswith(TRITON_PREFIX):
+        return None
+    fields = dict(item.split("=") for item in name[len(TRITON_PREFIX):].split(",") if item)
+    return TileConfig(**{k: int(v) for k, v in fields.items()})
 
 
 class GemmAlgorithmPicker(_AlgorithmPicker):
@@ -135,15 +144,24 @@ class GemmAlgorithmPicker(_AlgorithmPicker):
                      f"performance might be suboptimal: {error}")
 
     def apply(self, inst, result) -> bool:
+        from hlo_opt.backends.cuda.gemm_emitter import CONFIG_FIELD
         algorithm = DEFAULT_ALGORITHM
+        tile = None
         if result is not None and result.key is not None and result.key.kind == "gemm":
             algorithm = int(result.key.get("algorithm"))
+        elif result is not None and result.key is not None and result.key.kind == "other":
+            tile = _tile_of(result.key.get("name", ""))
         config = read_config(inst)
         gemm = config.setdefault("gemm_backend_config", {})
+        want = tile.to_json() if tile is not None else None
         if gemm.get("selected_algorithm") is not None and \
-                int(gemm["selected_algorithm"]) == algorithm:
+                int(gemm["selected_algorithm"]) == algorithm and config.get(CONFIG_FIELD) == want:
             return False
         gemm["selected_algorithm"] = str(algorithm)   # int64 in proto JSON: a string
+        if want is None:
+            config.pop(CONFIG_FIELD, None)
+        else:
+            config[CONFIG_FIELD] = want
         write_config(inst, config)
         return True
 

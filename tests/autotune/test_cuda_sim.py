@@ -303,3 +303,46 @@ def test_device_check_script_runs_under_cuda_sim(section, expect, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     text = out.read_text()
     assert expect in text and "! " not in text and "ERROR" not in text, text
+
+
+GEMM_CALL_HLO = """HloModule gemm_call
+ENTRY %main (a: f32[64,33], b: f32[33,96], bias: f32[96]) -> f32[64,96] {
+  %a = f32[64,33]{1,0} parameter(0)
+  %b = f32[33,96]{1,0} parameter(1)
+  %bias = f32[96]{0} parameter(2)
+  %g = (f32[64,96]{1,0}, s8[64]{0}) custom-call(%a, %b, %bias), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"alpha_real":1,"alpha_imag":0,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},"epilogue":"BIAS_RELU"}}
+  ROOT %v = f32[64,96]{1,0} get-tuple-element(%g), index=0
+}
+"""
+
+
+def test_gemm_call_tiles_are_tuned_at_level_4_and_the_out_of_bounds_one_rejected():
+    """A cuBLAS gemm call under cuda-sim: the host gemm (the reference) and our gemm
+    kernel's tile configurations are candidates; a planted kernel writing past the
+    output (the size the planted kernels assume) is cheapest and rejected at level 4; the cheapest tile wins, is written back as the
+    call's ``triton_gemm_config`` and runs (its kernel) with the interpreter's result."""
+    from hlo_opt.backends.cuda.gemm_emitter import CONFIGS, config_of
+    m = parse_hlo(GEMM_CALL_HLO)
+    (call,) = [i for i in m.entry.instructions if i.opcode == "custom-call"]
+    host, tiles = 1, 7
+    costs = [20.0] * host + [15.0 - i for i in range(tiles)]
+    s = AutotuneSession(AutotuneConfig(level=4, redzone_padding_bytes=256),
+                        CostedSimProvider([OOB], real_costs=costs), cache=ResultCache())
+    passes_api.optimize(m, DebugOptions(xla_gpu_autotune_level=4),
+                        passes="gemm-algorithm-picker", autotune=s)
+    results = s.records[0].results
+    keys = [r.key for r in results]
+    assert keys[0] == CandidateKey.gemm(0)
+    names = [str(k.get("name")) for k in keys[host:host + tiles]]
+    assert names == [config_name(t) for t in CONFIGS]
+    assert all(r.failure is None for r in results[:host + tiles])   # right, in bounds
+    assert results[-1].failure.kind == FailureKind.REDZONE_MODIFIED
+    assert config_of(call) == CONFIGS[-1]                             # the cheapest tile
+    cfg = json.loads(call.attrs["backend_config"])
+    assert cfg["gemm_backend_config"]["selected_algorithm"] == "-1"
+    exe = cuda_sim.compile(m)
+    (k,) = exe.program.kernels
+    assert k.kind == "gemm" and k.extra["tile"] == CONFIGS[-1]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(p.shape.dims).astype(np.float32) for p in m.entry.parameters]
+    np.testing.assert_allclose(exe.run(args)[0], execute(m, args)[0], rtol=1e-4, atol=1e-4)

@@ -25,7 +25,7 @@ class CudaDeviceAdapter:
         self.name = f"cuda ({dev.name})"
         self._libs: dict = {}
         self.library_errors: dict = {}
-        for m in ("alloc", "upload", "download", "copy", "sync", "begin_capture",
+        for m in ("alloc", "upload", "download", "copy", "memset", "sync", "begin_capture",
                   "end_capture", "launch_graph"):
             setattr(self, m, getattr(dev, m))
 

@@ -3,7 +3,10 @@ the generated kernels (all variants of one fusion in one NVRTC module, launched 
 the driver straight on the tuner's redzone-guarded device buffers) and, for the cuBLAS
 gemm custom calls, the algorithms cuBLASLt's heuristic offers (XLA's gemm-algorithm-
 picker; ``selected_algorithm`` is the index into that list), timed with CUDA events
-after a warm-up launch.
+after a warm-up launch, and our gemm kernel's tile configurations (launched as the fusions'
+variants are, keyed ``CandidateKey.other("triton:block_m=...")``: gemm-algorithm-picker
+writes the winner back as the call's ``triton_gemm_config``, and the runtime then
+launches that kernel instead of calling cuBLASLt); without cuBLASLt only the tiles.
 
 Convolutions (the cuDNN custom calls the conv kernel takes) offer the kernel's
 algorithms (``conv.ALGORITHMS``), one launch each on the same buffers, keyed
@@ -19,6 +22,7 @@ returns None and the caller compiles deviceless.
 from __future__ import annotations
 
 from ...autotune.candidates import device_cache_key
+from ...autotune.kinds import default_kind_of
 from ...autotune.redzone import DeviceMemory
 from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
                             kernel_variants, merged_kernels)
@@ -53,9 +57,10 @@ class CudaProvider:
     def kind_of(self, inst) -> str | None:
         if inst.opcode == "fusion" and len(self._kernel_variants(inst)) > 1:
             return "fusion"
-        if inst.opcode == "custom-call" and self._kernel_variants(inst):
+        kind = default_kind_of(inst)
+        if kind == "conv" and self._kernel_variants(inst):
             return "conv"
-        if inst.opcode == "custom-call" and self._gemm(inst) is not None:
+        if kind == "gemm" and (self._gemm(inst) is not None or self._kernel_variants(inst)):
             return "gemm"
         return None
 
@@ -98,13 +103,20 @@ class CudaProvider:
         return [CudnnConvCandidate(conv, plan, *e) for e in engines]
 
     def candidates(self, inst) -> list:
+        out = []
+        gemm = self._gemm(inst) if default_kind_of(inst) == "gemm" else None
+        if gemm is not None:
+            lt, plan = gemm
+            try:
+                count = lt.algorithm_count(plan)
+            except Exception:  # noqa: BLE001 - cuBLASLt has no algorithm: the tiles only
+                count = 0
+            out = [GemmCandidate(lt, plan, i) for i in range(count)]
         if self._kernel_variants(inst):
-            out = self._launch_candidates(inst, self._kernel_variants(inst))
-            if inst.opcode == "custom-call":
+            out += self._launch_candidates(inst, self._kernel_variants(inst))
+            if inst.opcode == "custom-call" and default_kind_of(inst) != "gemm":
                 out += self._cudnn_candidates(inst)
-            return out
-        lt, plan = self._gemm(inst)
-        return [GemmCandidate(lt, plan, i) for i in range(lt.algorithm_count(plan))]
+        return out
 
     def _launch_candidates(self, inst, vs) -> list:
         from .compiler import compile_cuda

@@ -1,12 +1,11 @@
-"""hlo-opt's own tensor-core GEMM, compiled by NVRTC: used where cuBLASLt is not
-installed, and for the autotuner to compare against.
+"""A hand-tuned tensor-core GEMM, compiled by NVRTC: the device check's bf16 TFLOP/s
+benchmark (the gemm thunks' own kernel, for any plan, is ``gemm_emitter.py``).
 
 ``C[M, N] = A[M, K] . B[N, K]^T`` (both operands K-contiguous, "TN"), f16 or bf16 in,
 f32 accumulate, C in f32 or the input type.  A 128x128x32 block tile, 8 warps of 64x32,
 3-stage ``cp.async`` pipeline into XOR-swizzled shared memory, ``ldmatrix`` fragments and
 ``mma.sync.m16n8k16``.  M and N must be multiples of 128 and K of 32 (the caller pads or
-falls back).  Needs sm_80 or newer; cuda-sim cannot run inline PTX, so it runs gemms on
-the host.
+falls back).  Needs sm_80 or newer; cuda-sim cannot run its inline PTX.
 """
 from __future__ import annotations
 

@@ -13,6 +13,10 @@ built.
 A cuDNN convolution call is cut out the same way and built once per conv algorithm
 (:func:`conv_variants`): candidates keyed ``CandidateKey.cudnn(algo_id)``, which
 ``gpu-conv-algorithm-picker`` writes back as ``cudnn_conv_backend_config.algorithm``.
+A cuBLAS gemm call is built once per tile configuration of our gemm kernel
+(:func:`gemm_call_variants`, ``gemm_emitter.CONFIGS``): candidates keyed
+``CandidateKey.other("triton:block_m=...")``, which ``gemm-algorithm-picker`` writes back
+as the call's ``triton_gemm_config``.
 """
 from __future__ import annotations
 
@@ -74,8 +78,14 @@ class Variant:
 
 
 def _pure_kernels(program) -> bool:
-    """Only launches and copies: the candidate can run it on the tuner's buffers."""
-    return bool(program.kernels) and all(t.kind in TUNABLE for t in program.entry.thunks)
+    """Only launches, copies and gemms as our kernel: the candidate can run it on the
+    tuner's buffers."""
+    return bool(program.kernels) and all(t.kind in TUNABLE or _kernel_gemm(t)
+                                         for t in program.entry.thunks)
+
+
+def _kernel_gemm(t) -> bool:
+    return t.kind == "library" and t.kernel is not None
 
 
 def _signature(program) -> tuple:
@@ -157,12 +167,44 @@ def conv_variants(call, device) -> list[Variant]:
     return out
 
 
+def gemm_call_variants(call, device) -> list[Variant]:
+    """A cuBLAS gemm call our gemm kernel takes: one :class:`Variant` per tile
+    configuration (``gemm_emitter.CONFIGS``) that can run it and whose kernel differs from
+    those before it, keyed by the tile's name (``triton:block_m=...``); [] for anything
+    else."""
+    from ...autotune.kinds import default_kind_of
+    from .gemm_emitter import CONFIGS, usable, with_config
+    from .gemm_plan import gemm_plan
+    from .program import build_program
+    if default_kind_of(call) != "gemm" or any(o.shape.is_tuple() for o in call.operands):
+        return []
+    plan = gemm_plan(call)
+    if plan is None:
+        return []
+    module = standalone_module(call)
+    module.entry.root.name = "gemm"   # the same call elsewhere: the same source (cached)
+    out, seen = [], set()
+    for tile in CONFIGS:
+        if not usable(plan, tile, device):
+            continue
+        with_config(module.entry.root, tile)
+        prog = build_program(module, device)
+        if not _pure_kernels(prog):
+            return []
+        sig = _signature(prog)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(Variant(tile, prog, ["gemm"]))
+    return out
+
+
 def kernel_variants(inst, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
     """What the ``cuda`` and ``cuda-sim`` providers tune with generated kernels: a
-    fusion's launch configurations, a cuDNN convolution call's algorithms ([] else)."""
+    fusion's launch configurations, a cuDNN convolution call's algorithms, a cuBLAS gemm
+    call's tile configurations ([] else)."""
     if inst.opcode == "fusion":
         return variants(inst, device, vector_widths)
-    return conv_variants(inst, device)
+    return conv_variants(inst, device) or gemm_call_variants(inst, device)
 
 
 class LaunchCandidate:
@@ -197,7 +239,7 @@ class LaunchCandidate:
             return scratch.address + sl.offset
         try:
             for t in prog.entry.thunks:
-                if t.kind == "launch":
+                if t.kind == "launch" or _kernel_gemm(t):   # a gemm's workspace: unread
                     self._launch(self._names[t.kernel.name], t.kernel,
                                  [addr(s) for s in t.args])
                 elif t.kind == "copy":

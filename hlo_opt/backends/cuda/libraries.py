@@ -1,5 +1,7 @@
 """Library calls of the ``gpu`` pipeline on the CUDA device, by the thunk's plan: gemms
-(``__cublas$gemm``, ``__cublas$lt$matmul``, plain ``dot``) through cuBLASLt, ``fft``
+(``__cublas$gemm``, ``__cublas$lt$matmul``, plain ``dot``) through cuBLASLt or our own
+gemm kernel (``gemm_emitter.py``: where cuBLASLt is missing or refuses, or the autotuner
+chose one of the kernel's tile configurations), ``fft``
 through cuFFT, cholesky (``cholesky``, ``__cusolver$cholesky``) through cuSOLVER potrf and
 triangular-solve (``triangular-solve``, ``__cublas$triangularSolve``) through cuBLAS trsm,
 all by nvmath-python's bindings.  Where the library cannot load (no nvmath-python, no
@@ -9,6 +11,7 @@ the program notes it once in ``Program.host_fallbacks``.
 from __future__ import annotations
 
 from .fft_plan import FftPlan
+from .gemm_emitter import config_of
 from .gemm_plan import GemmPlan
 from .solver_plan import CholeskyPlan, TrsmPlan
 
@@ -88,8 +91,15 @@ def _host(dev, runner, thunk, frame, why: str) -> None:
 
 def run_library_call(dev, runner, thunk, frame) -> None:
     """A library thunk on the CUDA device: through its library when that loads and takes
-    the plan, else on the host."""
+    the plan, else on the host; a gemm also as our kernel (``thunk.kernel``) where the
+    autotuner chose one of its tile configurations, or cuBLASLt is missing or refuses."""
     st, plan = thunk.step, thunk.spec
+    if isinstance(plan, GemmPlan) and thunk.kernel is not None and (
+            id(thunk) in runner.lt_refused or config_of(st.instruction) is not None
+            or _library(dev, plan) is None):
+        dev.launch(thunk.kernel, [runner.addr(s, frame) for s in thunk.args])
+        _zero_workspaces(dev, runner, thunk, frame)
+        return
     lib = _library(dev, plan)
     if lib is None:
         _host(dev, runner, thunk, frame, f"{LOADERS[type(plan)]} unavailable: "
@@ -99,9 +109,20 @@ def run_library_call(dev, runner, thunk, frame) -> None:
     out = runner.addr(st.output_slices[0], frame)
     if isinstance(plan, GemmPlan):
         ia, ib = plan.operands
-        lib.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand is not None
-                else out, out, addr(plan.bias_operand) if plan.bias_operand is not None
-                else None, runner.addr(st.output_slices[1], frame) if plan.aux else None)
+        try:
+            lib.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand
+                    is not None else out, out, addr(plan.bias_operand)
+                    if plan.bias_operand is not None else None,
+                    runner.addr(st.output_slices[1], frame) if plan.aux else None)
+        except Exception as e:  # noqa: BLE001 - cuBLASLt refused: the kernel or the host
+            if getattr(runner, "_capturing", False):
+                raise
+            runner.lt_refused.add(id(thunk))
+            runner.p.host_fallbacks.append((st.name, f"cuBLASLt: {type(e).__name__}: {e}"))
+            if thunk.kernel is None:
+                runner._host_call(st, frame)
+                return
+            dev.launch(thunk.kernel, [runner.addr(s, frame) for s in thunk.args])
     else:
         why = _prepare(lib, plan)
         if why is not None:
@@ -123,5 +144,9 @@ def run_library_call(dev, runner, thunk, frame) -> None:
             lib.failed[plan] = f"{type(e).__name__}: {str(e)[:160]}"
             _host(dev, runner, thunk, frame, lib.failed[plan])
             return
-    for sl in thunk.args:  # workspaces something reads: zeros (as the interpreter's)
-        dev.d.memset(runner.addr(sl, frame), sl.size)
+    _zero_workspaces(dev, runner, thunk, frame)
+
+
+def _zero_workspaces(dev, runner, thunk, frame) -> None:
+    for sl in thunk.workspaces:  # workspaces something reads: zeros (as the interpreter's)
+        dev.memset(runner.addr(sl, frame), sl.size)

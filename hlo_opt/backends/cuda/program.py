@@ -12,7 +12,9 @@ Thunk kinds (XLA's thunks, in spirit):
   device runs instead where cuDNN loads and builds it (``CudaDeviceAdapter.cudnn_conv``),
   the kernel being the fallback (and what cuda-sim runs);
 * ``Copy``: a device-to-device copy (in-place outputs whose input lives elsewhere);
-* ``Library``: a gemm through cuBLASLt (``gemm_plan.py``), an fft through cuFFT
+* ``Library``: a gemm through cuBLASLt (``gemm_plan.py``) where nvmath-python is
+  installed and the autotuner chose no tile configuration, else as our own kernel
+  (``gemm_emitter.py``: the thunk's ``kernel`` and launch ``args``); an fft through cuFFT
   (``fft_plan.py``), a cholesky / triangular solve through cuSOLVER / cuBLAS
   (``solver_plan.py``); ``libraries.py`` runs them, on the host where a library is missing;
 * ``HostCall``: an instruction no kernel or library covers yet (the library ops in layouts
@@ -33,6 +35,8 @@ from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .conv import emit_conv
 from .conv_plan import conv_plan, kernel_selected
 from .emitters import LaunchConfig, emit_kernel
+from .gemm_emitter import emit_gemm
+from .gemm_plan import GemmPlan
 from .libraries import library_plan
 from .scatter import emit_scatter
 from .solver_plan import CholeskyPlan
@@ -56,6 +60,7 @@ class Thunk:
     nbytes: int = 0
     callees: list = field(default_factory=list)  # ComputationProgram (control)
     spec: object = None               # library call parameters
+    workspaces: list = field(default_factory=list)  # library: outputs to zero (read later)
 
 
 @dataclass
@@ -177,12 +182,23 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                 launch.spec = conv_plan(st.instruction)
             return out + [launch]
         spec = library_plan(st.instruction) if use_libraries else None
-        if spec is not None:  # args: the workspace outputs something reads (zeroed)
+        if spec is not None:  # workspaces: the outputs something reads (zeroed)
             w = getattr(spec, "first_workspace", 1)
             written = 2 if isinstance(spec, CholeskyPlan) else None   # potrf's info
-            return [Thunk("library", st.name, st, spec=spec, args=[
-                sl for j, (v, sl) in enumerate(zip(st.outputs[w:], st.output_slices[w:]), w)
-                if j != written and sl.size and _leaf_read(v.inst, v.leaf)])]
+            workspaces = [sl for j, (v, sl) in enumerate(zip(st.outputs[w:],
+                                                             st.output_slices[w:]), w)
+                          if j != written and sl.size and _leaf_read(v.inst, v.leaf)]
+            if isinstance(spec, GemmPlan):  # with our kernel, for where cuBLASLt is not
+                try:
+                    k = emit_gemm(st, spec, names, device)
+                except (UnsupportedError, KeyError) as e:
+                    fallbacks.append((st.name, f"gemm kernel: {e}"))
+                else:
+                    kernels.append(k)
+                    t = _launch(st, k)
+                    t.kind, t.spec, t.workspaces = "library", spec, workspaces
+                    return [t]
+            return [Thunk("library", st.name, st, spec=spec, workspaces=workspaces)]
         return [Thunk("host", st.name, st)]
     raise AssertionError(f"unknown step {st!r}")
 

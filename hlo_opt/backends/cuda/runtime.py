@@ -74,6 +74,7 @@ class Runner:
         self._capturing = False
         self._via_library: set = set()  # launch thunks a library ran (profile: "library")
         self._warm_loops: set = set()   # loop bodies with library launches run plainly once
+        self.lt_refused: set = set()   # ids of library thunks cuBLASLt refused
 
     # ---- addresses ------------------------------------------------------------------------
     def addr(self, sl, frame: Frame) -> int:
@@ -275,7 +276,10 @@ class Runner:
         size = 0
         for t in thunks:
             if t.kind == "library":
-                if not capturable(self.dev, t):
+                # asked first: it makes the library's handles and workspaces outside any
+                # capture; a gemm with our kernel is device work either way
+                ok = capturable(self.dev, t)
+                if t.kernel is None and (not ok or id(t) in self.lt_refused):
                     return False
             elif t.kind == "while" and frame is not None:
                 unrolled = self._unrolled_size(t, frame)

@@ -1,7 +1,8 @@
 """``--backend cuda-sim``: the CUDA backend's kernels, compiled by the host C++ compiler
 against an emulation header (``emu.h``) and run on the CPU with CUDA's semantics
 (barriers, warp shuffles, shared memory, atomics; bounds-checked buffer accesses).
-Library calls run on the host, as the interpreter does them."""
+Gemms run as their NVRTC-path kernel (``gemm_emitter.py``: cuda-sim has no cuBLASLt); other
+library calls run on the host, as the interpreter does them."""
 from __future__ import annotations
 
 from ..cuda.target import target_device

@@ -1,7 +1,8 @@
-"""cuda-sim's autotuning candidates: launch configurations of the generated kernels and
-the conv kernel's algorithms for the cuDNN convolution calls it takes (all variants of
-one instruction in one translation unit: one host-compiler run, cached by content; run by
-the emulator straight on the tuner's host buffers), and, for the gemm calls and the
+"""cuda-sim's autotuning candidates: launch configurations of the generated kernels, the
+conv kernel's algorithms for the cuDNN convolution calls it takes and our gemm kernel's
+tile configurations for the cuBLAS gemm calls (all variants of one instruction in one
+translation unit: one host-compiler run, cached by content; run by the emulator straight
+on the tuner's host buffers), and, for the gemm calls (first: the reference) and the
 convolutions cuda-sim runs on the host, the host provider's candidates."""
 from __future__ import annotations
 
@@ -41,8 +42,6 @@ class SimProvider:
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:
-        if inst.opcode == "custom-call" and self._kernel_variants(inst):
-            return "conv"
         kind = self._host.kind_of(inst)
         if kind is not None:
             return kind
@@ -52,8 +51,10 @@ class SimProvider:
 
     def candidates(self, inst) -> list:
         vs = self._kernel_variants(inst)
-        if not vs and self._host.kind_of(inst) is not None:
+        host_kind = self._host.kind_of(inst)
+        if not vs and host_kind is not None:
             return self._host.candidates(inst)
+        host = self._host.candidates(inst) if host_kind == "gemm" else []
         from .compiler import SimKernelError
         code, kernels, maps = merged_kernels(vs)
         lib: list = []
@@ -65,9 +66,9 @@ class SimProvider:
                 lib.append(compile_sim(prelude() + "\n" + code, kernels, debug=self.debug))
             lib[0].launch(name, k.grid, k.block, k.fibered,
                           [ctypes.c_void_p(a) for a in addrs])
-        return [LaunchCandidate(v, names, launch, ctypes.memmove, self._constants,
-                                errors=(SimKernelError,))
-                for v, names in zip(vs, maps)]
+        return host + [LaunchCandidate(v, names, launch, ctypes.memmove, self._constants,
+                                       errors=(SimKernelError,))
+                       for v, names in zip(vs, maps)]
 
 
 def autotune_provider(options=None):

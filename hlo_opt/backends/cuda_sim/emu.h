@@ -29,6 +29,7 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static thread_local
 #define __constant__ static const
 #define __ldg(p) (*(p))

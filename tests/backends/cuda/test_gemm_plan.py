@@ -290,4 +290,4 @@ def test_workspace_zeroed_only_when_read():
     for mod, zeroed in ((module, 1), (gte, 0)):
         prog = build_program(mod, target_device(mod, None), use_libraries=True)
         (lib,) = [t for t in prog.entry.thunks if t.kind == "library"]
-        assert len(lib.args) == zeroed
+        assert len(lib.workspaces) == zeroed

@@ -173,7 +173,7 @@ def test_library_thunks_give_the_interpreters_results(pipeline):
     assert cap == {FftPlan: True, TrsmPlan: True, CholeskyPlan: False}
     if pipeline == "gpu":   # the custom call: potrf writes info, the workspace is zeroed
         (chol,) = [t for t in prog.entry.thunks if isinstance(t.spec, CholeskyPlan)]
-        assert not chol.spec.nan_fill and chol.step.output_slices[2] not in chol.args
+        assert not chol.spec.nan_fill and chol.step.output_slices[2] not in chol.workspaces
 
 
 def test_missing_or_refusing_libraries_run_on_the_host():
@@ -227,7 +227,7 @@ def test_bindings_load_or_say_why(name):
         def alloc(self, n):
             raise AssertionError("nothing is allocated before the library loads")
 
-    for m in ("upload", "download", "copy", "sync", "begin_capture", "end_capture",
+    for m in ("upload", "download", "copy", "memset", "sync", "begin_capture", "end_capture",
               "launch_graph"):
         setattr(NoDriver, m, lambda self, *a: None)
     adapter = CudaDeviceAdapter(NoDriver(), None)

@@ -1,5 +1,5 @@
 """Every kernel of every sample, JAX benchmark and corpus module (raw and after the gpu
-pipeline) compiles with NVRTC to CUBIN for sm_80 and sm_90 (cubin generation assembles
+pipeline; gemms included: their own kernels) compiles with NVRTC to CUBIN for sm_80 and sm_90 (cubin generation assembles
 the PTX with NVRTC's ptxas), and the sm_90 PTX passes the standalone ptxas of the
 nvidia-cuda-nvcc wheel.  All programs share one translation unit per arch (cached on disk)."""
 from __future__ import annotations
@@ -60,3 +60,7 @@ def test_ptx_passes_ptxas(compiled):
     # libdevice's f64 asin keeps a small local array: spills of a few words are its own
     spills = {k: r for k, r in res.items() if r.get("spill_stores", 0) > 64}
     assert not spills, spills
+    # the gemm thunks' kernels (gemm_emitter.py: every dot and cuBLAS call) spill nothing
+    gemms = {k.name for p in progs for k in p.kernels if k.kind == "gemm"}
+    assert len(gemms) > 50
+    assert not {k: res[k] for k in gemms if res[k].get("spill_stores", 0)}
