@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from ...ir.types import numpy_dtype
-from .toolchain import MissingToolError
+from .toolchain import nvmath_bindings
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}
 COMPUTE_32F = 68
@@ -23,12 +23,7 @@ MAX_ALGORITHMS = 8
 
 @functools.cache
 def _lt():
-    try:
-        from nvmath.bindings import cublasLt
-    except ImportError:
-        raise MissingToolError("nvmath-python not found: install the 'nvmath-python' "
-                               "package (or everything: pip install 'hlo-opt[cuda]')") from None
-    return cublasLt
+    return nvmath_bindings("cublasLt")[0]
 
 
 class CublasLt:

@@ -11,19 +11,14 @@ import functools
 import numpy as np
 
 from ...ir.types import numpy_dtype
-from .toolchain import MissingToolError
+from .toolchain import nvmath_bindings
 
 INT_MAX = 2 ** 31 - 1
 
 
 @functools.cache
 def _libs():
-    try:
-        from nvmath.bindings import cublas, cufft
-    except ImportError:
-        raise MissingToolError("nvmath-python not found: install the 'nvmath-python' "
-                               "package (or everything: pip install 'hlo-opt[cuda]')") from None
-    return cufft, cublas
+    return nvmath_bindings("cufft", "cublas")
 
 
 class Cufft:

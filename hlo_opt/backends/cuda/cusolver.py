@@ -12,19 +12,14 @@ import numpy as np
 
 from ...ir.types import numpy_dtype
 from .solver_plan import DIAG, FILL, OP, SIDE
-from .toolchain import MissingToolError
+from .toolchain import nvmath_bindings
 
 NAN_WORD = 0x7FF8  # cuMemsetD16's word: repeated, a NaN in f32 and f64 (and complex parts)
 
 
 @functools.cache
 def _libs():
-    try:
-        from nvmath.bindings import cublas, cusolverDn
-    except ImportError:
-        raise MissingToolError("nvmath-python not found: install the 'nvmath-python' "
-                               "package (or everything: pip install 'hlo-opt[cuda]')") from None
-    return cusolverDn, cublas
+    return nvmath_bindings("cusolverDn", "cublas")
 
 
 def _scalar(dtype: str, value: float):

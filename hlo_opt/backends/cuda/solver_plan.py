@@ -44,15 +44,9 @@ CHOLESKY_TARGET = "__cusolver$cholesky"
 TRSM_TARGET = "__cublas$triangularSolve"
 
 
-@dataclass(frozen=True)
-class CholeskyPlan:
-    dtype: str
-    n: int
-    uplo: str                 # the library's triangle: "L" | "U"
-    transpose_input: bool     # the input is stored as the output's transpose (geam first)
-    offsets: tuple            # per batch element: (input, output) element offsets
-    info_offsets: tuple       # per batch element: element offset in the info output (or ())
-    nan_fill: bool            # the plain op: failed batch elements become NaN
+class _BatchedCalls:
+    """What the plans share: one library call per element of ``offsets``, the routine's
+    type letter from ``dtype``."""
 
     @property
     def batch(self) -> int:
@@ -64,7 +58,18 @@ class CholeskyPlan:
 
 
 @dataclass(frozen=True)
-class TrsmPlan:
+class CholeskyPlan(_BatchedCalls):
+    dtype: str
+    n: int
+    uplo: str                 # the library's triangle: "L" | "U"
+    transpose_input: bool     # the input is stored as the output's transpose (geam first)
+    offsets: tuple            # per batch element: (input, output) element offsets
+    info_offsets: tuple       # per batch element: element offset in the info output (or ())
+    nan_fill: bool            # the plain op: failed batch elements become NaN
+
+
+@dataclass(frozen=True)
+class TrsmPlan(_BatchedCalls):
     dtype: str
     side: str                 # "L" | "R"
     uplo: str                 # "L" | "U"
@@ -74,14 +79,6 @@ class TrsmPlan:
     n: int
     lda: int
     offsets: tuple            # per batch element: (a, b and x) element offsets
-
-    @property
-    def batch(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def letter(self) -> str:
-        return LETTER[self.dtype]
 
 
 def _target(inst) -> str:

@@ -23,6 +23,16 @@ def _missing(what: str, package: str) -> MissingToolError:
                             f"(or everything: {EXTRA})")
 
 
+def nvmath_bindings(*names: str) -> tuple:
+    """``nvmath.bindings.<name>`` for each of ``names`` (cublasLt, cufft, cusolverDn,
+    cublas ...); a missing nvmath-python is one clear error."""
+    import importlib
+    try:
+        return tuple(importlib.import_module(f"nvmath.bindings.{n}") for n in names)
+    except ImportError:
+        raise _missing("nvmath-python", "nvmath-python") from None
+
+
 @functools.cache
 def nvrtc():
     """The ``cuda.bindings.nvrtc`` module with libnvrtc loadable."""
