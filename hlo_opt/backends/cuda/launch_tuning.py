@@ -148,23 +148,14 @@ def conv_variants(call, device) -> list[Variant]:
     on the host."""
     from ...autotune.results import CandidateKey
     from .conv import ALGORITHMS, is_convolution, with_algorithm
-    from .program import build_program
     if call.opcode != "custom-call" or not is_convolution(call) \
             or any(o.shape.is_tuple() for o in call.operands):
         return []
-    module = standalone_module(call)
-    out, seen = [], set()
-    for alg in ALGORITHMS:
-        with_algorithm(module.entry.root, alg.algo_id)
-        prog = build_program(module, device)
-        if not _pure_kernels(prog):
-            return []
-        sig = _signature(prog)
-        if sig not in seen:
-            seen.add(sig)
-            out.append(Variant(alg, prog, sorted({k.kind for k in prog.kernels}),
-                               name=alg.name, key=CandidateKey.cudnn(alg.algo_id)))
-    return out
+    return _distinct_variants(
+        standalone_module(call), device, ALGORITHMS,
+        lambda root, alg: with_algorithm(root, alg.algo_id),
+        lambda alg, prog: Variant(alg, prog, sorted({k.kind for k in prog.kernels}),
+                                  name=alg.name, key=CandidateKey.cudnn(alg.algo_id)))
 
 
 def gemm_call_variants(call, device) -> list[Variant]:
@@ -175,7 +166,6 @@ def gemm_call_variants(call, device) -> list[Variant]:
     from ...autotune.kinds import default_kind_of
     from .gemm_emitter import CONFIGS, usable, with_config
     from .gemm_plan import gemm_plan
-    from .program import build_program
     if default_kind_of(call) != "gemm" or any(o.shape.is_tuple() for o in call.operands):
         return []
     plan = gemm_plan(call)
@@ -183,18 +173,26 @@ def gemm_call_variants(call, device) -> list[Variant]:
         return []
     module = standalone_module(call)
     module.entry.root.name = "gemm"   # the same call elsewhere: the same source (cached)
+    return _distinct_variants(module, device,
+                              [t for t in CONFIGS if usable(plan, t, device)], with_config,
+                              lambda tile, prog: Variant(tile, prog, ["gemm"]))
+
+
+def _distinct_variants(module, device, settings, apply, variant) -> list[Variant]:
+    """``variant(setting, program)`` for each setting ``apply(root, setting)`` gives the
+    one-call ``module`` whose kernels differ from those before it; [] as soon as one
+    program has anything but kernels."""
+    from .program import build_program
     out, seen = [], set()
-    for tile in CONFIGS:
-        if not usable(plan, tile, device):
-            continue
-        with_config(module.entry.root, tile)
+    for setting in settings:
+        apply(module.entry.root, setting)
         prog = build_program(module, device)
         if not _pure_kernels(prog):
             return []
         sig = _signature(prog)
         if sig not in seen:
             seen.add(sig)
-            out.append(Variant(tile, prog, ["gemm"]))
+            out.append(variant(setting, prog))
     return out
 
 
