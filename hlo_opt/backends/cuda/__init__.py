@@ -13,6 +13,15 @@ from __future__ import annotations
 from .target import arch_of, target_device
 
 
+def load_cublaslt(dev):
+    """(cuBLASLt on ``dev``, None) or (False, why it did not load)."""
+    try:
+        from .cublaslt import CublasLt
+        return CublasLt(dev), None
+    except Exception as e:  # noqa: BLE001 - the gemms then run as our kernel or on the host
+        return False, f"{type(e).__name__}: {str(e)[:160]}"
+
+
 class CudaDeviceAdapter:
     """The runtime's device protocol over the driver, with the module's kernels."""
 
@@ -35,12 +44,9 @@ class CudaDeviceAdapter:
     def cublaslt(self):
         """cuBLASLt on this device, or None when nvmath-python (or cuBLAS) is missing."""
         if self.libraries is None:
-            try:
-                from .cublaslt import CublasLt
-                self.libraries = CublasLt(self.d)
-            except Exception as e:  # noqa: BLE001 - the gemm then runs on the host
-                self.libraries = False
-                self.library_errors["cublaslt"] = f"{type(e).__name__}: {str(e)[:160]}"
+            self.libraries, why = load_cublaslt(self.d)
+            if why:
+                self.library_errors["cublaslt"] = why
         return self.libraries or None
 
     def _load(self, name: str, factory):
@@ -121,6 +127,7 @@ class CudaExecutable:
         after the driver probe so that a missing device fails before any pass runs."""
         from .compiler import compile_cuda
         from .driver import probe
+        from .gemm_plan import has_gemms
         from .program import build_program, full_source
         dev = probe()
         if prepare is not None:
@@ -128,14 +135,18 @@ class CudaExecutable:
         self.module = module
         self.device = dev
         self.device_info = dev.device_info()
-        self.program = build_program(module, self.device_info, config)
+        # with cuBLASLt, gemms need no kernel of ours unless tuned to one
+        lt, why = load_cublaslt(dev) if has_gemms(module) else (None, None)
+        self.program = build_program(module, self.device_info, config, gemm_kernels=not lt)
         self.source = full_source(self.program)
         self.compiled = compile_cuda(self.source, dev.arch, name=f"{module.name}.cu",
                                      use_cache=cache)
         self.cache_hit = self.compiled.cached
         if debug_options is not None and getattr(debug_options, "xla_dump_to", ""):
             dump(module, debug_options, self.program, self.compiled)
-        self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin))
+        self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin), lt)
+        if why:
+            self.adapter.library_errors["cublaslt"] = why
         self._runners: dict = {}
 
     def runner(self, profile: bool = False):

@@ -77,6 +77,13 @@ class GemmPlan:
         return (1, 0) if self.swapped else (0, 1)
 
 
+def has_gemms(module) -> bool:
+    """Whether ``module`` has a dot or a cuBLAS gemm call (something cuBLASLt may run)."""
+    return any(i.opcode == "dot" or (i.opcode == "custom-call" and i.attrs.get(
+        "custom_call_target", "").strip('"') in GEMM_TARGETS)
+        for c in module.computations for i in c.instructions)
+
+
 def gemm_plan(inst) -> GemmPlan | None:
     """The cuBLASLt calls for ``inst``, or None (it then runs elsewhere)."""
     dims = _dot_dims(inst)

@@ -35,7 +35,7 @@ from . import row_norm  # noqa: F401 - registers the row_normalization emitter
 from .conv import emit_conv
 from .conv_plan import conv_plan, kernel_selected
 from .emitters import LaunchConfig, emit_kernel
-from .gemm_emitter import emit_gemm
+from .gemm_emitter import config_of, emit_gemm
 from .gemm_plan import GemmPlan
 from .libraries import library_plan
 from .scatter import emit_scatter
@@ -102,9 +102,12 @@ def prelude() -> str:
 
 
 def build_program(module, device, config: LaunchConfig | None = None,
-                  use_libraries: bool = True, names: set | None = None) -> Program:
+                  use_libraries: bool = True, names: set | None = None,
+                  gemm_kernels: bool = True) -> Program:
     """``names``: kernel names already taken (programs compiled together, as the tests
-    do for every corpus module at once, share one set)."""
+    do for every corpus module at once, share one set).  ``gemm_kernels``: every gemm
+    thunk gets our kernel (for where cuBLASLt is missing or refuses); False on a device
+    with cuBLASLt, where only the calls tuned to one of its tiles need it (NVRTC time)."""
     mplan = make_plan(module)
     names = set() if names is None else names
     kernels: list = []
@@ -116,7 +119,7 @@ def build_program(module, device, config: LaunchConfig | None = None,
         cp = progs[comp]
         for st in plan.steps:
             cp.thunks.extend(_thunks_for(st, names, kernels, device, config, progs,
-                                         use_libraries, fallbacks))
+                                         use_libraries, fallbacks, gemm_kernels))
     body = "\n".join(k.code for k in kernels)
     source = (f"// hlo-opt CUDA kernels for module {module.name}\n"
               f"#include \"{PRELUDE_NAME}\"\n\n{body}")
@@ -133,7 +136,8 @@ def combined_source(programs) -> str:
     return prelude() + "\n" + "\n".join(k.code for p in programs for k in p.kernels)
 
 
-def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks):
+def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallbacks,
+                gemm_kernels=True):
     out = []
     if isinstance(st, Kernel):
         from .launch_config import launch_config_of
@@ -188,8 +192,9 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             workspaces = [sl for j, (v, sl) in enumerate(zip(st.outputs[w:],
                                                              st.output_slices[w:]), w)
                           if j != written and sl.size and _leaf_read(v.inst, v.leaf)]
-            if isinstance(spec, GemmPlan):  # with our kernel, for where cuBLASLt is not
-                try:
+            if isinstance(spec, GemmPlan) and (gemm_kernels or
+                                               config_of(st.instruction) is not None):
+                try:  # with our kernel, for where cuBLASLt is not
                     k = emit_gemm(st, spec, names, device)
                 except (UnsupportedError, KeyError) as e:
                     fallbacks.append((st.name, f"gemm kernel: {e}"))

@@ -380,3 +380,19 @@ ENTRY e {{
         np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
                                    rtol=2e-2, atol=2e-2)
     assert not np.allclose(np.asarray(got[0], np.float64), np.asarray(got[1], np.float64))
+
+
+def test_with_cublaslt_only_tuned_gemms_get_a_kernel():
+    """``gemm_kernels=False`` (a device where cuBLASLt loads): no NVRTC kernel for the
+    untuned gemm, one for the call the autotuner gave a tile; both stay library thunks."""
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.program import build_program
+    case = dict(lhs="f32[20,12]{1,0}", rhs="f32[12,9]{1,0}", out="f32[20,9]{1,0}",
+                dn=dnums([1], [0]))
+    m = _module([dict(case, tile=None), dict(case, tile=CONFIGS[1])])
+    prog = build_program(m, H100, gemm_kernels=False)
+    libs = [t for t in prog.entry.thunks if t.kind == "library"]
+    assert [t.kernel is not None for t in libs] == [False, True]
+    assert len(prog.kernels) == 1
+    everywhere = build_program(m, H100)
+    assert all(t.kernel is not None for t in everywhere.entry.thunks if t.kind == "library")
