@@ -322,7 +322,7 @@ def _reduce(em, inst, idx, leaf):
     combiner, accs, xs = _reducer_exprs(em, inst.to_apply, n, dtypes)
     values = tuple(em.value(op, full) for op in ins)
     init = tuple(em.value(op, ()) for op in inits)
-    spec = ReduceSpec(tuple(loop), values, combiner, accs, xs, leaf)
+    spec = ReduceSpec(tuple(loop), values, combiner, accs, xs, leaf, full)
     return Expr("reduce", dtypes[leaf], init, spec)
 
 

@@ -74,6 +74,7 @@ class ReduceSpec:
     acc_names: tuple          # names of the accumulator vars
     x_names: tuple            # names of the incoming-value vars
     result: int = 0           # which accumulator is this node's value
+    operand_index: tuple = ()  # a reduce's operand index (Exprs over the loop vars)
 
     def __hash__(self):
         return hash((self.loop_vars, self.values, self.combiner, self.acc_names,

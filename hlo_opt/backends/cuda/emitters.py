@@ -331,17 +331,37 @@ class KernelEmitter:
         if special is not None:
             return [special(self)]
         groups = self._output_groups()
+        reducing = kind in ("row_reduction", "column_reduction", "multi_output_reduction")
+        sides = self._side_outputs(groups) if reducing else {}
         out = []
+        stored: set = set()   # outputs a reduction's loop stores
         for outs in groups:
-            shape = k.outputs[outs[0]].shape
-            has_reduce = self._root_has_reduce(outs)
-            if kind in ("row_reduction", "column_reduction", "multi_output_reduction") \
-                    and has_reduce:
-                row = self._is_row(outs)
-                out.append(self._reduction(outs, row))
-            else:
-                out.append(self._loop(outs, shape))
+            if reducing and self._root_has_reduce(outs):
+                ks = self._reduction(outs, self._is_row(outs), sides.get(tuple(outs), []))
+                stored |= set(ks.extra.get("side_outputs", ()))
+                out.append(ks)
+        for outs in groups:
+            if not (reducing and self._root_has_reduce(outs)) and not set(outs) <= stored:
+                out.append(self._loop(outs, k.outputs[outs[0]].shape))
         return out
+
+    def _side_outputs(self, groups) -> dict:
+        """{reduction group: outputs of the reduced operand's shape}: XLA's reduction
+        emitter writes those while it reads the operand (each element is visited once), so
+        a fusion of ``(reduce(tanh(x)), tanh(x))`` is one kernel, not two.  Only where one
+        group reduces and the others all have its reduce's operand dims."""
+        from ...codegen.kinds import find_hero
+        reducing = [g for g in groups if self._root_has_reduce(g)]
+        if len(reducing) != 1:
+            return {}
+        hero = find_hero(self.roots[reducing[0][0]][0])
+        if hero.opcode != "reduce":
+            return {}
+        dims = tuple(hero.operands[0].shape.dims)
+        rest = [n for g in groups if g is not reducing[0] for n in g]
+        if not rest or any(tuple(self.k.outputs[n].shape.dims) != dims for n in rest):
+            return {}
+        return {tuple(reducing[0]): rest}
 
     def _output_groups(self):
         """Outputs sharing one index space (same dims and layout) run in one kernel."""
@@ -596,11 +616,11 @@ class KernelEmitter:
         return ks
 
     # ---- reductions ------------------------------------------------------------------------
-    def _reduction(self, outs, row: bool) -> KernelSource:
+    def _reduction(self, outs, row: bool, side=()) -> KernelSource:
         k = self.k
         shape = k.outputs[outs[0]].shape
         rows = shape.num_elements()
-        name = self._name("" if len(outs) == len(k.outputs) else f"_o{outs[0]}")
+        name = self._name("" if len(outs) + len(side) == len(k.outputs) else f"_o{outs[0]}")
         narrow = self._narrow()
         em = ElementalEmitter(k.input_map)
         # the reduced size decides threads per row
@@ -618,7 +638,11 @@ class KernelEmitter:
         idx = _delinearize_physical(shape, row_var) if rows > 1 else \
             tuple(ix.c(0) for _ in shape.dims)
         vals = self._root_exprs(em, outs, idx)
+        red = self._side_stores(blk, em, vals, side) if side else None
         codes = [blk.value(v) for v in vals]
+        # stored only where that reduction's loop was rendered (it pops its stores)
+        side = list(side) if red is not None and red not in blk.side_stores else []
+        blk.side_stores.clear()
         first = {"warp": "lane == 0", "block": "threadIdx.x == 0", "column": "ty == 0"}[mode]
         blk.emit(f"if ({first} && R < {rows}) {{")
         blk.indent += 1
@@ -626,7 +650,7 @@ class KernelEmitter:
             self._store(blk, n, "R", c)
         blk.indent -= 1
         blk.emit("}")
-        params, decl = self._signature(name, outs)
+        params, decl = self._signature(name, list(outs) + list(side))
         body = "\n".join(blk.lines)
         it = "int" if narrow else "int64_t"
         if mode == "warp":
@@ -651,9 +675,28 @@ class KernelEmitter:
             wrap_open, wrap_close = "", ""
         code = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
                 f'{", ".join(decl)}) {{\n{head}{wrap_open}{body}\n{wrap_close}}}\n')
-        return KernelSource(name, k.name, f"{'row' if row else 'column'}_reduction", code,
-                            params, (max(grid, 1), 1, 1), (threads, 1, 1),
-                            True, self._bytes(outs))
+        ks = KernelSource(name, k.name, f"{'row' if row else 'column'}_reduction", code,
+                          params, (max(grid, 1), 1, 1), (threads, 1, 1),
+                          True, self._bytes(list(outs) + list(side)))
+        if side:
+            ks.extra["side_outputs"] = list(side)
+        return ks
+
+    def _side_stores(self, blk, em, vals, side):
+        """Outputs ``side`` (the reduced operand's dims) stored by the first top-level
+        reduction's loop at its operand index: that reduction's spec, or None (they get a
+        loop kernel) when no top-level reduction has such an index."""
+        rank = self.k.outputs[side[0]].shape.rank
+        red = next((e for v in vals for e in _top_level_reduces(v)
+                    if len(e.attr.operand_index) == rank), None)
+        if red is None:
+            return None
+        at = red.attr.operand_index
+        blk.side_stores[red.attr] = [
+            (n, self._root_exprs(em, [n], at)[0],
+             ix.linear_index(self.k.outputs[n].shape, at)) for n in side]
+        blk.store = lambda n, pos, val: self._store(blk, n, pos, val)
+        return red.attr
 
     def _reduced_size(self, outs) -> int:
         from ...codegen.kinds import find_hero
@@ -679,6 +722,8 @@ class ReductionBlock(KernelBlock):
         self.tpr = threads_per_row
         self.depth = 0
         self.keep_values = None   # a row buffer the next reduction stores its operand in
+        self.side_stores: dict = {}   # ReduceSpec -> [(output, value, position)] its loop stores
+        self.store = None             # (output, position code, value code) -> None
         self.quad_order = False   # row reductions walk each thread's 4-element runs
 
     def reduce_loops(self, spec, init_codes, dtypes, loop_header=None):
@@ -720,6 +765,8 @@ class ReductionBlock(KernelBlock):
                 expr = f"{kv} / {rest}" if rest > 1 else kv
             self.emit(f"const {kt} {c} = {expr};")
         xs = [self.value(v) for v in spec.values]
+        for n, val, pos in self.side_stores.pop(spec, ()):
+            self.store(n, self.value(pos), self.value(val))
         if self.keep_values and len(spec.loop_vars) == 1:  # kv is the row's column
             self.emit(f"{self.keep_values}[{kv}] = {xs[0]};")
             self.keep_values = None  # stored: the caller may read the buffer
@@ -808,6 +855,21 @@ class ReductionBlock(KernelBlock):
         self._fold(spec, accs, xs, dtypes, has, at(hs, "w"))
         self.close()
         self.emit("__syncthreads();  // the tile is reused by the next row")
+
+
+def _top_level_reduces(root: Expr) -> list:
+    """The ``reduce`` nodes of ``root`` outside any other reduction's body (those a
+    reduction kernel parallelises), first found first."""
+    out, seen, stack = [], set(), [root]
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if e.op == "reduce":
+            out.append(e)
+        stack.extend(reversed(e.args))   # a reduction's args are its init values
+    return out
 
 
 QUAD_RUNS_MAX = 16   # 4-element runs per thread a row walk unrolls (64 elements)
