@@ -133,21 +133,26 @@ def _stages(tile: TileConfig) -> int:
 
 
 def _layout(plan, tile: TileConfig, device=None):
-    """('mma', (wm, wn)) or ('simt', (thread_m, thread_n)) for ``tile``; UnsupportedError
-    when the tile cannot run the plan (threads, shared memory)."""
+    """:func:`tile_path` of the plan's operand type."""
+    return tile_path(plan.dtype, tile, device)
+
+
+def tile_path(dtype: str, tile: TileConfig, device=None):
+    """('mma', (wm, wn)) or ('simt', (thread_m, thread_n)) for ``tile`` on ``dtype``
+    operands; UnsupportedError when the tile cannot run them (threads, shared memory)."""
     if tile.num_warps < 1 or tile.block_k < 1:
         raise UnsupportedError(f"cuda gemm: tile {tile}")
-    if plan.dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0 and tensor_cores(device):
+    if dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0 and tensor_cores(device):
         grid = _warp_grid(tile)
         if grid is not None and _stages(tile) >= 2:
             return "mma", grid
     tt = tile.thread_tile()
     if tt is None:
         raise UnsupportedError(f"cuda gemm: tile {tile} does not divide among its threads")
-    acc = 8 if plan.dtype == "f64" else 4
+    acc = 8 if dtype == "f64" else 4
     if tile.block_k * (tile.block_m + tile.block_n + 2) * acc > SMEM_LIMIT:
         raise UnsupportedError(f"cuda gemm: tile {tile} needs over {SMEM_LIMIT} bytes "
-                               f"of shared memory for {plan.dtype}")
+                               f"of shared memory for {dtype}")
     return "simt", tt
 
 
@@ -296,7 +301,6 @@ def emit_tile_product(emit, path, shape, tile: TileConfig, dtype: str, it: str, 
     acc = "f64" if dtype == "f64" else "f32"
     ct = CTYPE[acc]
     bm, bn, bk, threads = tile.block_m, tile.block_n, tile.block_k, tile.threads
-    A, B = a.ptr, b.ptr
     a_k_minor, b_k_minor = a.k_minor, b.k_minor
     emit(f"  const {it} m0 = ({it})blockIdx.y * {bm}, n0 = ({it})blockIdx.x * {bn};")
     emit("  const int tid = threadIdx.x;")
