@@ -66,6 +66,14 @@ def _gather(name: str, it: str, row: tuple, red: tuple, body: list, at: str) -> 
     return lines
 
 
+def _contiguous8(strides, sizes, fast: int, digit: int) -> bool:
+    """16-byte loads of a gathered operand: its fastest reduced digit (dim ``fast``, of
+    ``digit`` values, a feature dim: the gather's bounds do not depend on it) is
+    contiguous and a multiple of 8, every other dim steps by a multiple of 8 elements."""
+    return strides[fast] == 1 and digit % 8 == 0 and all(
+        st % 8 == 0 for d, (st, sz) in enumerate(zip(strides, sizes)) if d != fast and sz > 1)
+
+
 def emit_igemm_conv(cc, names: set, device, epilogue) -> KernelSource:
     """The implicit-gemm kernel of a :class:`.conv.ConvCall` on its algorithm's tile
     (``epilogue``: ``conv.epilogue``); UnsupportedError where it declines."""
@@ -120,6 +128,7 @@ def emit_igemm_conv(cc, names: set, device, epilogue) -> KernelSource:
         gb = _gather(fb, it, (og, ["j"], [og]), (k, kn + ["i"], K + [I]), [],
                      _sum(ws, [f"gz * {og} + j", "i"] + kk))
         a_minor, b_minor = xs[1] <= last(xs), ws[1] <= ws[0]
+        vec = _contiguous8(xs, xd, 1, I), _contiguous8(ws, wd, 1, I)
         row_sizes = [yd[0]] + yd[2:]
         res_idx = lambda: ["yr0", "o"] + [f"yr{d + 1}" for d in range(sp)]  # noqa: E731
         res_st = ys
@@ -138,6 +147,7 @@ def emit_igemm_conv(cc, names: set, device, epilogue) -> KernelSource:
         gb = _gather(fb, it, (I, ["ci"], [I]), (k, kn + ["j"], K + [og]), [],
                      _sum(ws, [f"gz * {og} + j", "ci"] + kk))
         a_minor, b_minor = ys[1] <= last(ys), ws[0] <= ws[1]
+        vec = _contiguous8(ys, yd, 1, og), _contiguous8(ws, wd, 0, og)
         row_sizes = [xd[0]] + xd[2:]
         res_idx = lambda: ["yr0", f"gz * {I} + gj"] + [f"yr{d + 1}" for d in range(sp)]  # noqa: E731
         res_st = xs
@@ -151,14 +161,18 @@ def emit_igemm_conv(cc, names: set, device, epilogue) -> KernelSource:
         gb = _gather(fb, it, (og, ["j"], [og]), (k, ["n"] + pp, [xd[0]] + yd[2:]), [],
                      _sum(ys, ["n", f"gz * {og} + j"] + pp))
         a_minor, b_minor = last(xs) <= xs[1], last(ys) <= ys[1]
+        vec = False, False     # the reduction's fastest digit is a position
         row_sizes = K + [I]
         res_idx = lambda: ["o", "yr" + str(sp)] + [f"yr{d}" for d in range(sp)]  # noqa: E731
         res_st = ws
     if -(-dm // tile.block_m) > 65535 or groups > 65535:
         raise UnsupportedError(f"cuda conv: implicit gemm of {dm} rows x {groups} groups")
     na, nb = sizes[ia], sizes[ib]
-    opa = TileOperand(f"in{ia}", a_minor, na, lambda r, g: f"{fa}({r}, {g})")
-    opb = TileOperand(f"in{ib}", b_minor, nb, lambda r, g: f"{fb}({r}, {g})")
+    vec = [v and path == "mma" and tile.block_k % 8 == 0 for v in vec]
+    opa = TileOperand(f"in{ia}", a_minor, na, lambda r, g: f"{fa}({r}, {g})",
+                      vec="va" if vec[0] else None)
+    opb = TileOperand(f"in{ib}", b_minor, nb, lambda r, g: f"{fb}({r}, {g})",
+                      vec="vb" if vec[1] else None)
     L = []
     emit = L.append
     emit("  const int gz = blockIdx.z;")
@@ -203,4 +217,5 @@ def emit_igemm_conv(cc, names: set, device, epilogue) -> KernelSource:
                         extra={"filter_in_shared_memory": False, "algorithm": cc.alg.algo_id,
                                "implicit_gemm": True, "tile": tile,
                                "tensor_cores": path == "mma",
+                               "vector_loads": tuple(bool(v) for v in vec),
                                "flops": 2 * dm * dn * k * groups})

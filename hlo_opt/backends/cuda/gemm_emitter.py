@@ -210,9 +210,9 @@ def emit_gemm(step, plan, names: set, device=None,
     vec_a = vec and a_k_minor and _vec_ok(plan, plan.a, 0, k, bk)
     vec_b = vec and b_k_minor and _vec_ok(plan, plan.b, 1, k, bk)
     opa = TileOperand(A, a_k_minor, nA, lambda i, kk: "oa + " + a_at(i, kk), rows=dm,
-                      vec="va" if vec_a else None)
+                      vec="va" if vec_a else None, vec_base="oa")
     opb = TileOperand(B, b_k_minor, nB, lambda j, kk: "ob + " + b_at(kk, j), rows=dn,
-                      vec="vb" if vec_b else None)
+                      vec="vb" if vec_b else None, vec_base="ob")
     epi_indent, closer = emit_tile_product(emit, path, shape, tile, plan.dtype, it, dm, dn,
                                            k, opa, opb)
     ct = CTYPE[acc]
@@ -275,13 +275,16 @@ class TileOperand:
     read where ``row < rows`` and ``k`` is in range, zero else; ``guarded`` operands
     (``rows`` None) compute -1 outside themselves (a gather: the implicit-gemm
     convolution's im2col).  ``k_minor``: the threads of a tile load step along k first
-    (the operand is k-contiguous); ``vec``: the run-time flag of 16-byte loads."""
+    (the operand is k-contiguous); ``vec``: the run-time flag of 16-byte loads (8
+    elements from a multiple of 8 along k are contiguous and in or out together; the flag
+    tests the alignment of ``ptr + vec_base``)."""
     ptr: str
     k_minor: bool
     n: int
     index: Callable[[str, str], str]
     rows: int | None = None
     vec: str | None = None
+    vec_base: str = "0"
 
 
 def _fetch(op: TileOperand, r: str, gk: str, k: int, it: str):
@@ -372,10 +375,10 @@ def emit_tile_product(emit, path, shape, tile: TileConfig, dtype: str, it: str, 
         emit(f"    for (int j = 0; j < {ni}; ++j)")
         emit("#pragma unroll")
         emit("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;")
-        for op, base in ((a, "oa"), (b, "ob")):
+        for op in (a, b):
             if op.vec:
-                emit(f"  const bool {op.vec} = (((unsigned long long)({op.ptr} + {base})) "
-                     "& 15) == 0;")
+                emit(f"  const bool {op.vec} = (((unsigned long long)({op.ptr} + "
+                     f"{op.vec_base})) & 15) == 0;")
         # a ring of ``stages`` k-tiles: 16-byte operands stream in by cp.async while the
         # warps multiply the tile loaded stages - 1 steps before; others are stored
         # straight into their stage
@@ -507,6 +510,7 @@ def _mma_tile_load(emit, what, op: TileOperand, rows, bk, threads, it, k, smem, 
     outside the matrix: 16-byte loads when ``op.vec`` (a run-time flag) holds."""
     r = "gi" if what == "A" else "gj"
     ptr, n = op.ptr, op.n
+    pre, cond, idx = _fetch(op, r, "gk", k, it)
     body = []
     if op.vec:
         per = bk // 8
@@ -514,13 +518,13 @@ def _mma_tile_load(emit, what, op: TileOperand, rows, bk, threads, it, k, smem, 
         body.append(f"      for (int t = tid; t < {rows * per}; t += {threads}) {{")
         body.append(f"        const int rr = t / {per}, kk = (t % {per}) * 8;")
         body.append(f"        const {it} {r} = {origin} + rr, gk = k0 + kk;")
-        body.append(f"        const bool ok = {r} < {op.rows} && gk < {k};")
+        body.extend("        " + line for line in pre)
+        body.append(f"        const bool ok = {cond};")
         body.append(f"        HLO_CP16(&{smem}[rr][kk], ok ? {ptr} + HLO_CHK("
-                    f"{op.index(r, 'gk')}, {n - 7}) : {ptr}, ok);")
+                    f"{idx}, {n - 7}) : {ptr}, ok);")
         body.append("      }")
         body.append("    } else")
     rr, kk = (f"t / {bk}", f"t % {bk}") if op.k_minor else (f"t % {rows}", f"t / {rows}")
-    pre, cond, idx = _fetch(op, r, "gk", k, it)
     body.append(f"    for (int t = tid; t < {rows * bk}; t += {threads}) {{")
     body.append(f"      const int rr = {rr}, kk = {kk};")
     body.append(f"      const {it} {r} = {origin} + rr, gk = k0 + kk;")

@@ -17,7 +17,37 @@ from tests.backends.cuda import test_conv_kernels as K
 from tests.backends.cuda.support import assert_compiled_entries, assert_no_spills, require_gxx, require_nvrtc
 
 IGEMM = [a for a in ALGORITHMS if a.tile is not None]
-MODULES = sorted({**K.PLAIN, **K.GPU, **K.CALLS, **K.SAMPLES})
+
+
+def _call(name, target, dt, a, b, out, extra=""):
+    """A cuDNN convolution call written directly (operands ``a``, ``b``; NHWC, HWIO)."""
+    def arr(shape):
+        return f"{dt}[{','.join(map(str, shape))}]"
+    return f"""HloModule {name}
+ENTRY e {{
+  a = {arr(a)} parameter(0)
+  b = {arr(b)} parameter(1)
+  c = ({arr(out)}, u8[0]) custom-call(a, b), window={{size=3x3 stride=2x2 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f{extra}, custom_call_target="{target}"
+  ROOT r = {arr(out)} get-tuple-element(c), index=0
+}}
+"""
+
+
+# half-precision cases whose gathers take 16-byte loads (features a multiple of 8,
+# contiguous) on the mma path, and the backward kinds in f16
+EXTRA = {
+    "f16_grouped_nhwc": K._conv("f16_grouped_nhwc", "f16", [2, 6, 6, 16], [3, 3, 8, 16],
+                                "size=3x3 stride=2x2 pad=1_1x1_1", "b01f_01io->b01f",
+                                ", feature_group_count=2"),
+    "call_f16_backward_input": _call("call_f16_backward_input", "__cudnn$convBackwardInput",
+                                     "f16", [2, 4, 4, 16], [3, 3, 4, 16], [2, 8, 8, 4]),
+    "call_bf16_grouped_backward_input": _call(
+        "call_bf16_grouped_backward_input", "__cudnn$convBackwardInput", "bf16",
+        [2, 4, 4, 16], [3, 3, 4, 16], [2, 8, 8, 8], ", feature_group_count=2"),
+    "call_f16_backward_filter": _call("call_f16_backward_filter", "__cudnn$convBackwardFilter",
+                                      "f16", [2, 8, 8, 8], [2, 4, 4, 16], [3, 3, 8, 16]),
+}
+MODULES = sorted({**K.PLAIN, **K.GPU, **K.CALLS, **K.SAMPLES, **EXTRA})
 # a plain convolution whose operands are converted to another result type: the direct
 # kernel runs it
 DECLINED = {"bf16_to_f32"}
@@ -33,13 +63,20 @@ def _programs():
     from hlo_opt.backends.cuda.program import build_program
     names: set = set()
     out = {}
-    raw = K._raw()
+    raw = {**K._raw(), **_extra()}
     for alg in IGEMM:
         with _selected(alg):
             for n in MODULES:
-                m = raw[n] if n in K.PLAIN or n in K.CALLS else K._gpu(raw[n])
+                m = raw[n] if n in K.PLAIN or n in K.CALLS or n in EXTRA \
+                    else K._gpu(raw[n])
                 out[alg.algo_id, n] = build_program(m, H100, names=names)
     return out
+
+
+@functools.cache
+def _extra():
+    from hlo_opt.api import parse_hlo
+    return {n: parse_hlo(t) for n, t in EXTRA.items()}
 
 
 def _convs(prog):
@@ -65,6 +102,13 @@ def test_every_convolution_but_the_declined_is_an_implicit_gemm(name):
             assert k.extra["implicit_gemm"] and k.extra["algorithm"] == alg.algo_id
             assert k.block == (alg.threads, 1, 1)
             assert k.extra["tensor_cores"] == ("f16" in name or "bf16" in name), name
+            assert any(k.extra["vector_loads"]) == (name in VECTOR), name
+
+
+# where the mma path's gathers load 16 bytes at a time (NCHW and the backward filter's
+# position-fastest reduction gather element by element)
+VECTOR = {"cudnn_bias_relu_f16", "cudnn_forward_bf16_nchw", "cudnn_forward_f16", "f16_nhwc",
+          "f16_grouped_nhwc", "call_f16_backward_input", "call_bf16_grouped_backward_input"}
 
 
 @functools.cache
@@ -79,7 +123,7 @@ def _sim():
 def test_cuda_sim_matches_interpreter(name, algo):
     require_gxx()
     from hlo_opt.backends.cuda.check import check_executable
-    r = check_executable(K._raw()[name], _sim()[algo, name], seed=3)
+    r = check_executable({**K._raw(), **_extra()}[name], _sim()[algo, name], seed=3)
     assert r.status == "pass", r.detail
 
 
