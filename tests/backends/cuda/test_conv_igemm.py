@@ -177,3 +177,28 @@ def test_nvrtc_compiles_every_kernel(compiled, arch):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_ptxas_accepts_the_ptx_without_spills(compiled, arch):
     assert_no_spills(compiled[arch].ptx, _igemm_kernels(), arch=arch)
+
+
+def test_level_4_tuning_offers_and_picks_the_implicit_gemm():
+    """A half-precision NHWC convolution through the gpu pipeline at autotune level 4
+    under cuda-sim: both tiles are candidates next to the direct kernel's variants; with
+    the last one cheapest the picker writes it and the tuned module runs its mma.sync
+    kernel, still matching the interpreter."""
+    require_gxx()
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.autotune.results import CandidateKey
+    from hlo_opt.backends import cuda_sim
+    from hlo_opt.backends.cuda.check import check_executable
+    from tests.autotune.test_conv_candidates import Costed, conv_kernels, optimized
+    text = K.GPU["cudnn_forward_f16"]
+    m, s = optimized(text, 4, Costed())
+    (rec,) = s.records
+    keys = [r.key for r in rec.results]
+    assert [CandidateKey.cudnn(a.algo_id) for a in IGEMM] == keys[-len(IGEMM):]
+    assert all(r.failure is None for r in rec.results)
+    assert rec.best.key == CandidateKey.cudnn(IGEMM[-1].algo_id)
+    (k,) = conv_kernels(m).values()
+    assert k.extra["implicit_gemm"] and k.extra["tensor_cores"] and k.extra["tile"] == \
+        IGEMM[-1].tile
+    r = check_executable(parse_hlo(text), cuda_sim.compile(m), seed=3)
+    assert r.status == "pass", r.detail
