@@ -39,8 +39,8 @@ order, so each is correct wherever algorithm 0 is, and the implicit gemm
   loop step by ``blockDim.x``, and ``__launch_bounds__`` names the block launched).
 * 4 / 5: the implicit-gemm kernel (:mod:`.conv_igemm`: the gemm kernel's tiles, mma.sync
   for f16/bf16 on sm_80+, with the operands gathered im2col-style) on a 64x64 / 128x32
-  tile; where it declines (a plain convolution converting its operands to another type)
-  the direct kernel of algorithm 0 runs.
+  tile; where it declines (a plain convolution rounding its operands to a narrower result
+  type) the direct kernel of algorithm 0 runs.
 
 ``convBiasActivationForward`` then applies ``conv_result_scale``, ``side_input_scale *
 side``, the bias along the output features and the activation, as the interpreter does.

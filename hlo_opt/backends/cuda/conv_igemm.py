@@ -23,8 +23,9 @@ output features per group:
 
 The reduction index runs with the fastest digit (the reduced feature, or the output
 pixel) innermost, so NHWC gathers read contiguous words.  Declined (the direct kernel of
-algorithm 0 runs instead): operands of different types (a plain convolution whose result
-type differs from its operands', e.g. bf16 -> f32), more than 65535 row tiles or groups.
+algorithm 0 runs instead): operands of different types, a plain convolution that rounds
+its operands to its result type (f32 -> f16; f16/bf16 -> f32 is exact and taken), more
+than 65535 row tiles or groups.
 """
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ def emit_igemm_conv(cc, names: set, device, epilogue) -> KernelSource:
     tile = cc.alg.tile
     step = cc.step
     t0, t1 = cc.types[0], cc.types[1]
-    if t0 != t1 or (cc.plain and t0 != cc.et):
+    # a plain convolution converts its operands to the result type first: exact (so
+    # skipped) from f16/bf16 to f32, a rounding the tiles do not make else
+    if t0 != t1 or (cc.plain and t0 != cc.et and not (t0 in ("f16", "bf16")
+                                                      and cc.et == "f32")):
         raise UnsupportedError(f"cuda conv: implicit gemm of {t0} x {t1} -> {cc.et}")
     dtype = t0
     path, shape = tile_path(dtype, tile, device)

@@ -36,6 +36,8 @@ ENTRY e {{
 # half-precision cases whose gathers take 16-byte loads (features a multiple of 8,
 # contiguous) on the mma path, and the backward kinds in f16
 EXTRA = {
+    "f32_to_f16": K._conv("f32_to_f16", "f32", [1, 5, 5, 4], [3, 3, 4, 4], "size=3x3",
+                          "b01f_01io->b01f", out_dt="f16"),
     "f16_grouped_nhwc": K._conv("f16_grouped_nhwc", "f16", [2, 6, 6, 16], [3, 3, 8, 16],
                                 "size=3x3 stride=2x2 pad=1_1x1_1", "b01f_01io->b01f",
                                 ", feature_group_count=2"),
@@ -48,9 +50,9 @@ EXTRA = {
                                       "f16", [2, 8, 8, 8], [2, 4, 4, 16], [3, 3, 8, 16]),
 }
 MODULES = sorted({**K.PLAIN, **K.GPU, **K.CALLS, **K.SAMPLES, **EXTRA})
-# a plain convolution whose operands are converted to another result type: the direct
+# a plain convolution that rounds its operands to its (narrower) result type: the direct
 # kernel runs it
-DECLINED = {"bf16_to_f32"}
+DECLINED = {"f32_to_f16"}
 
 
 def _selected(alg):
@@ -101,10 +103,14 @@ def test_every_convolution_but_the_declined_is_an_implicit_gemm(name):
                 continue
             assert k.extra["implicit_gemm"] and k.extra["algorithm"] == alg.algo_id
             assert k.block == (alg.threads, 1, 1)
-            assert k.extra["tensor_cores"] == ("f16" in name or "bf16" in name), name
+            half = name.startswith(("f16", "bf16")) or name in HALF
+            assert k.extra["tensor_cores"] == half, name
             assert any(k.extra["vector_loads"]) == (name in VECTOR), name
 
 
+HALF = {"cudnn_bias_relu_f16", "cudnn_forward_bf16_nchw", "cudnn_forward_f16",
+        "call_f16_backward_input", "call_bf16_grouped_backward_input",
+        "call_f16_backward_filter"}
 # where the mma path's gathers load 16 bytes at a time (NCHW and the backward filter's
 # position-fastest reduction gather element by element)
 VECTOR = {"cudnn_bias_relu_f16", "cudnn_forward_bf16_nchw", "cudnn_forward_f16", "f16_nhwc",
