@@ -201,10 +201,6 @@ class ConvCall:
     def mode(self) -> str:
         return MODES[self.roles[2]]
 
-    def load(self, i: int, code: str) -> str:
-        """Element ``code`` of operand ``i`` as the accumulator type."""
-        return _load(self.types[i], code, self.via, self.acc)
-
 
 def conv_call(step) -> ConvCall | None:
     """The :class:`ConvCall` of a convolution step, None for a step that is no
