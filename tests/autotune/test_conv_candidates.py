@@ -136,6 +136,7 @@ def test_level_4_runs_every_algorithm_and_writes_the_chosen_one(name):
     for k, kern in tuned.items():
         assert kern.block == (ALGORITHMS[-1].threads, 1, 1) and kern.code != default[k].code
         assert kern.extra["algorithm"] == ALGORITHMS[-1].algo_id
+        assert kern.extra["implicit_gemm"]    # the last algorithm: an implicit gemm
     r = check_executable(parse_hlo(MODULES[name]), cuda_sim.compile(m), seed=3)
     assert r.status == "pass", r.detail
 
@@ -145,7 +146,7 @@ def test_results_file_round_trip(tmp_path):
     m, _ = optimized(MODULES["mobilenet_cluster"], 4, Costed(), cache=cache)
     path = tmp_path / "conv.textproto"
     cache.dump_to_file(str(path))
-    assert "algorithm {\n      algo_id: 3" in path.read_text()
+    assert f"algorithm {{\n      algo_id: {ALGORITHMS[-1].algo_id}" in path.read_text()
     provider = Costed()
     m2, s = optimized(MODULES["mobilenet_cluster"], 4, provider, load_results_from=str(path))
     assert provider.runs == 0 and s.stats.measurements == 0
@@ -176,13 +177,14 @@ def test_plain_convolutions_always_run_algorithm_0():
 
 
 def test_only_algorithms_that_change_the_kernel_are_candidates():
-    """A backward-input call stages no filter: algorithm 1's kernel is algorithm 0's."""
+    """A backward-input call stages no filter: algorithm 1's kernel is algorithm 0's;
+    the implicit-gemm algorithms (4, 5) take it."""
     m, _ = optimized(JAX_BACKWARD_INPUT, 0)
     (call,) = conv_calls(m)
     assert call.custom_call_target == "__cudnn$convBackwardInput"
     vs = conv_variants(call, H100)
-    assert [v.key for v in vs] == [CandidateKey.cudnn(i) for i in (0, 2, 3)]
-    assert [v.program.kernels[0].block[0] for v in vs] == [256, 128, 512]
+    assert [v.key for v in vs] == [CandidateKey.cudnn(i) for i in (0, 2, 3, 4, 5)]
+    assert [v.program.kernels[0].block[0] for v in vs] == [256, 128, 512, 128, 128]
     assert sim_provider().kind_of(call) == "conv"
 
 

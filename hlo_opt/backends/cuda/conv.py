@@ -30,12 +30,17 @@ out (output features major, as the gpu pipeline lays it out) costs a cache line 
 Algorithms (``cudnn_conv_backend_config.algorithm.algo_id`` of a cuDNN call, which
 ``gpu-conv-algorithm-picker`` writes; a plain convolution, a call without one and an
 unknown id get 0): variants of this one kernel that compute the same sums in the same
-order, so each is correct wherever algorithm 0 is (:data:`ALGORITHMS`):
+order, so each is correct wherever algorithm 0 is, and the implicit gemm
+(:data:`ALGORITHMS`):
 
 * 0: 256 threads per block, the filter staged in shared memory (as above);
 * 1: 256 threads, the filter read where it lies (what a filter over 40 KiB gets anyway);
 * 2 / 3: 128 / 512 threads per block, staged as 0 (the grid-stride loop and the staging
   loop step by ``blockDim.x``, and ``__launch_bounds__`` names the block launched).
+* 4 / 5: the implicit-gemm kernel (:mod:`.conv_igemm`: the gemm kernel's tiles, mma.sync
+  for f16/bf16 on sm_80+, with the operands gathered im2col-style) on a 64x64 / 128x32
+  tile; where it declines (a plain convolution rounding its operands to a narrower result
+  type) the direct kernel of algorithm 0 runs.
 
 ``convBiasActivationForward`` then applies ``conv_result_scale``, ``side_input_scale *
 side``, the bias along the output features and the activation, as the interpreter does.
@@ -53,11 +58,13 @@ import math
 from dataclasses import dataclass
 
 from ...codegen import index as ix
+from ...codegen.gemm_fusion import TileConfig
 from ...errors import UnsupportedError
 from ...ir.types import numpy_dtype
 from ..interpreter.ops_convolution import conv_params, dim_labels
 from ..interpreter.ops_custom_call import (_ACTIVATIONS, _ROLES, _cudnn_config, _role_dims,
                                           backend_config)
+from .conv_igemm import emit_igemm_conv
 from .emitters import KernelSource, c_name
 from .renderer import CTYPE, STORAGE, _fn, literal, rounded, to_storage, from_storage
 
@@ -85,19 +92,30 @@ MODES = {"output": "forward", "input": "backward_input", "kernel": "backward_fil
 @dataclass(frozen=True)
 class ConvAlgorithm:
     """One variant of the kernel: threads per block, whether a small forward filter is
-    staged in shared memory."""
+    staged in shared memory; or, with ``tile``, the implicit-gemm kernel
+    (:mod:`.conv_igemm`) on that tile."""
     algo_id: int
     threads: int = 256
     stage_filter: bool = True
+    tile: TileConfig | None = None
 
     @property
     def name(self) -> str:
+        if self.tile is not None:
+            t = self.tile
+            return (f"conv:algo_id={self.algo_id},implicit_gemm={t.block_m}x{t.block_n}x"
+                    f"{t.block_k},warps={t.num_warps}")
         return (f"conv:algo_id={self.algo_id},threads={self.threads},"
                 f"stage_filter={self.stage_filter}")
 
 
+def _igemm(algo_id: int, tile: TileConfig) -> ConvAlgorithm:
+    return ConvAlgorithm(algo_id, threads=tile.threads, tile=tile)
+
+
 ALGORITHMS = (ConvAlgorithm(0), ConvAlgorithm(1, stage_filter=False),
-              ConvAlgorithm(2, threads=128), ConvAlgorithm(3, threads=512))
+              ConvAlgorithm(2, threads=128), ConvAlgorithm(3, threads=512),
+              _igemm(4, TileConfig(64, 64, 32, 4)), _igemm(5, TileConfig(128, 32, 32, 4)))
 DEFAULT_ALGORITHM = ALGORITHMS[0]
 _BY_ID = {a.algo_id: a for a in ALGORITHMS}
 assert len(_BY_ID) == len(ALGORITHMS), "algorithm ids are unique"
@@ -155,9 +173,38 @@ def _load(dtype: str, code: str, via: str | None, acc: str) -> str:
     return v if reg == CTYPE[acc] else f"(({CTYPE[acc]}){v})"
 
 
-def emit_conv(step, names: set, device):
-    """KernelSource of a convolution step, None for a step that is no convolution;
-    UnsupportedError for a convolution this kernel does not take (it runs on the host)."""
+@dataclass
+class ConvCall:
+    """What the conv kernels need of a convolution step: its roles, canonical dims and
+    physical strides of input (N, C, S...), kernel (O, I, K...), output (N, O, P...),
+    groups, element and accumulator types."""
+    step: object
+    inst: object
+    plain: bool
+    target: str
+    roles: tuple
+    ops: list
+    res: object
+    labels: object
+    params: object
+    G: int
+    B: int
+    bias_act: bool
+    alg: ConvAlgorithm
+    et: str
+    acc: str
+    via: str | None
+    dims: dict
+    types: list
+
+    @property
+    def mode(self) -> str:
+        return MODES[self.roles[2]]
+
+
+def conv_call(step) -> ConvCall | None:
+    """The :class:`ConvCall` of a convolution step, None for a step that is no
+    convolution; UnsupportedError for a convolution no conv kernel takes."""
     inst = step.instruction
     if not is_convolution(inst):
         return None
@@ -186,19 +233,70 @@ def emit_conv(step, names: set, device):
     via = et if plain else None
     A = {r: _canonical(s, labels, r) for r, s in zip(roles, ops[:2])}
     A[roles[2]] = _canonical(res, labels, roles[2])
-    (xd, xs), (wd, ws), (yd, ys) = A["input"], A["kernel"], A["output"]
+    xd, wd, yd = A["input"][0], A["kernel"][0], A["output"][0]
     if G < 1 or B < 1 or (G > 1 and B > 1) or wd[0] % G or wd[0] % B \
             or xd[1] != wd[1] * (G if B == 1 else 1) or (plain and xd[0] != yd[0] * B):
         raise UnsupportedError(f"cuda conv: {target}: feature_group_count={G}, "
                                f"batch_group_count={B} do not fit input {xd[:2]}, "
                                f"kernel {wd[:2]}")
+    return ConvCall(step, inst, plain, target, roles, ops, res, labels, params, G, B,
+                    bias_act, alg, et, acc, via, A, [s.element_type for s in ops])
+
+
+def epilogue(cc: ConvCall, o_idx: str | None, names: list, emit) -> str:
+    """cuDNN's scale, side input, bias and activation of a convBiasActivationForward on
+    ``acc`` (``o_idx``: the output feature; ``names``: the result's canonical indices),
+    as statements through ``emit``; the result's value (an expression of ``acc``)."""
+    if not cc.bias_act:
+        return "acc"
+    ops, acc, labels = cc.ops, cc.acc, cc.labels
+    cfg = _cudnn_config(cc.inst)
+    scale = float(cfg.get("conv_result_scale", 1))
+    if scale != 1:
+        emit(f"acc = acc * {literal(scale, acc)};")
+    if len(ops) > 3:
+        sd, sst = _canonical(ops[3], labels, "output")
+        side = _load(cc.types[3], f"in3[{_off(sst, names)}]", None, acc)
+        emit(f"acc = acc + {literal(float(cfg.get('side_input_scale', 0)), acc)} * "
+             f"{side};")
+    if len(ops) > 2:
+        if ops[2].rank != 1 or ops[2].dims[0] != cc.dims["kernel"][0][0]:
+            raise UnsupportedError(f"cuda conv: bias of shape {ops[2].dims}")
+        emit(f"acc = acc + {_load(cc.types[2], f'in2[{o_idx}]', None, acc)};")
+    mode_name = cfg.get("activation_mode", "kNone")
+    if mode_name not in ACTIVATION_CODE:
+        raise UnsupportedError(f"cuda conv: activation_mode {mode_name}")
+    return ACTIVATION_CODE[mode_name]("acc", acc, cfg)
+
+
+def _off(strides, idx):
+    return " + ".join(f"{i} * {s}" for i, s in zip(idx, strides) if s) or "0"
+
+
+def emit_conv(step, names: set, device):
+    """KernelSource of a convolution step, None for a step that is no convolution;
+    UnsupportedError for a convolution this kernel does not take (it runs on the host).
+    An implicit-gemm algorithm (``alg.tile``) that declines the call gets the direct
+    kernel of algorithm 0."""
+    cc = conv_call(step)
+    if cc is None:
+        return None
+    if cc.alg.tile is not None:
+        try:
+            return emit_igemm_conv(cc, names, device, epilogue)
+        except UnsupportedError:
+            cc.alg = DEFAULT_ALGORITHM
+    roles, ops, res, params, G, B, alg, et, acc, via, A = (
+        cc.roles, cc.ops, cc.res, cc.params, cc.G, cc.B, cc.alg, cc.et, cc.acc, cc.via,
+        cc.dims)
+    (xd, xs), (wd, ws), (yd, ys) = A["input"], A["kernel"], A["output"]
     mode = MODES[roles[2]]
     sizes = [s.num_elements() for s in ops + [res]]
     total = res.num_elements()
     it = "int" if max(sizes + [total]) < (1 << 31) - 1 else "int64_t"
     win = params.window
     sp = len(win)
-    types = [s.element_type for s in ops]
+    types = cc.types
     L = []
 
     def emit(depth, line):
@@ -217,8 +315,7 @@ def emit_conv(step, names: set, device):
     def kidx(k, d):  # kernel offset as stored (rhs_reversal flips it)
         return f"({K[d] - 1} - {k})" if win[d].window_reversal else k
 
-    def off(strides, idx):
-        return " + ".join(f"{i} * {s}" for i, s in zip(idx, strides) if s) or "0"
+    off = _off
 
     def x_spatial(depth, d, pos):
         """s_d of the input read at dilated position ``pos``, or continue."""
@@ -322,25 +419,7 @@ def emit_conv(step, names: set, device):
         depth -= 1
         emit(depth, "}")
     # epilogue: cuDNN's scale, side input, bias, activation (convBiasActivationForward)
-    r = "acc"
-    if bias_act:
-        cfg = _cudnn_config(inst)
-        scale = float(cfg.get("conv_result_scale", 1))
-        if scale != 1:
-            emit(2, f"acc = acc * {literal(scale, acc)};")
-        if len(ops) > 3:
-            sd, sst = _canonical(ops[3], labels, "output")
-            side = _load(types[3], f"in3[{off(sst, names_)}]", None, acc)
-            emit(2, f"acc = acc + {literal(float(cfg.get('side_input_scale', 0)), acc)} * "
-                    f"{side};")
-        if len(ops) > 2:
-            if ops[2].rank != 1 or ops[2].dims[0] != wd[0]:
-                raise UnsupportedError(f"cuda conv: bias of shape {ops[2].dims}")
-            emit(2, f"acc = acc + {_load(types[2], f'in2[{o_idx}]', None, acc)};")
-        mode_name = cfg.get("activation_mode", "kNone")
-        if mode_name not in ACTIVATION_CODE:
-            raise UnsupportedError(f"cuda conv: activation_mode {mode_name}")
-        r = ACTIVATION_CODE[mode_name]("acc", acc, cfg)
+    r = epilogue(cc, o_idx, names_, lambda line: emit(2, line))
     val = f"(({CTYPE[et]}){r})" if CTYPE[et] != CTYPE[acc] else r
     emit(2, f"out0[L] = {to_storage(et, val)};")
     # the cuDNN scratch output: zeroed where the plan gives it elements

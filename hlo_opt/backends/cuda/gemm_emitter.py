@@ -34,6 +34,8 @@ autotuner's choice lives in the call's ``backend_config`` as ``triton_gemm_confi
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Callable
 
 from ...codegen.gemm_fusion import TileConfig
 from ...errors import UnsupportedError
@@ -131,21 +133,26 @@ def _stages(tile: TileConfig) -> int:
 
 
 def _layout(plan, tile: TileConfig, device=None):
-    """('mma', (wm, wn)) or ('simt', (thread_m, thread_n)) for ``tile``; UnsupportedError
-    when the tile cannot run the plan (threads, shared memory)."""
+    """:func:`tile_path` of the plan's operand type."""
+    return tile_path(plan.dtype, tile, device)
+
+
+def tile_path(dtype: str, tile: TileConfig, device=None):
+    """('mma', (wm, wn)) or ('simt', (thread_m, thread_n)) for ``tile`` on ``dtype``
+    operands; UnsupportedError when the tile cannot run them (threads, shared memory)."""
     if tile.num_warps < 1 or tile.block_k < 1:
         raise UnsupportedError(f"cuda gemm: tile {tile}")
-    if plan.dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0 and tensor_cores(device):
+    if dtype in TENSOR_CORE_TYPES and tile.block_k % 16 == 0 and tensor_cores(device):
         grid = _warp_grid(tile)
         if grid is not None and _stages(tile) >= 2:
             return "mma", grid
     tt = tile.thread_tile()
     if tt is None:
         raise UnsupportedError(f"cuda gemm: tile {tile} does not divide among its threads")
-    acc = 8 if plan.dtype == "f64" else 4
+    acc = 8 if dtype == "f64" else 4
     if tile.block_k * (tile.block_m + tile.block_n + 2) * acc > SMEM_LIMIT:
         raise UnsupportedError(f"cuda gemm: tile {tile} needs over {SMEM_LIMIT} bytes "
-                               f"of shared memory for {plan.dtype}")
+                               f"of shared memory for {dtype}")
     return "simt", tt
 
 
@@ -185,7 +192,6 @@ def emit_gemm(step, plan, names: set, device=None,
 
     L = []
     emit = L.append
-    ct = CTYPE[acc]
     # batch offsets: the inner strided batch, then the plan's outer table
     emit(f"  const {it} zb = blockIdx.z % {plan.batch}, zo = blockIdx.z / {plan.batch};")
     emit("  (void)zo;")
@@ -199,12 +205,108 @@ def emit_gemm(step, plan, names: set, device=None,
     emit(f"  const {it} oa = zb * {plan.a.batch_stride} + {oa};")
     emit(f"  const {it} ob = zb * {plan.b.batch_stride} + {ob};")
     emit(f"  const {it} od = zb * {plan.d.batch_stride} + {od};")
+    A, B = f"in{ia}", f"in{ib}"
+    vec = path == "mma"
+    vec_a = vec and a_k_minor and _vec_ok(plan, plan.a, 0, k, bk)
+    vec_b = vec and b_k_minor and _vec_ok(plan, plan.b, 1, k, bk)
+    opa = TileOperand(A, a_k_minor, nA, lambda i, kk: "oa + " + a_at(i, kk), rows=dm,
+                      vec="va" if vec_a else None, vec_base="oa")
+    opb = TileOperand(B, b_k_minor, nB, lambda j, kk: "ob + " + b_at(kk, j), rows=dn,
+                      vec="vb" if vec_b else None, vec_base="ob")
+    epi_indent, closer = emit_tile_product(emit, path, shape, tile, plan.dtype, it, dm, dn,
+                                           k, opa, opb)
+    ct = CTYPE[acc]
+    # the epilogue, in the accumulator type; one rounding at the store
+    e = []
+    e.append(f"if (gi < {dm} && gj < {dn}) {{")
+    e.append(f"  const {it} at = od + gi + ({it})gj * {ldd};")
+    e.append(f"  {ct} x = r;")
+    if plan.alpha != 1:
+        e.append(f"  x = x * {literal(plan.alpha, acc)};")
+    if plan.c_operand is not None:
+        c = from_storage(types[plan.c_operand], f"in{plan.c_operand}[HLO_CHK(at, {nD})]")
+        e.append(f"  x = x + {literal(plan.beta, acc)} * ({ct}){c};")
+    if plan.bias_operand is not None:
+        nb = sizes[plan.bias_operand]
+        bias = from_storage(types[plan.bias_operand],
+                            f"in{plan.bias_operand}[HLO_CHK(gi, {nb})]")
+        e.append(f"  x = x + ({ct}){bias};")
+    aux = getattr(plan, "aux", False)   # *_AUX: the pre-activation, D's type and layout
+    if aux:
+        pre = f"(({CTYPE[et]})x)" if CTYPE[et] != ct else "x"
+        e.append(f"  out1[HLO_CHK(at, {nD})] = {to_storage(et, pre)};")
+    if "RELU" in plan.epilogue:
+        e.append(f"  x = x < {literal(0, acc)} ? {literal(0, acc)} : x;")
+    if "GELU" in plan.epilogue:
+        h, one = literal(0.5, acc), literal(1, acc)
+        c0, c1 = literal(0.7978845608028654, acc), literal(0.044715, acc)
+        e.append(f"  x = {h} * x * ({one} + {_fn(acc, 'tanh')}({c0} * (x + {c1} * x * x * x)));")
+    val = f"(({CTYPE[et]})x)" if CTYPE[et] != ct else "x"
+    e.append(f"  out0[HLO_CHK(at, {nD})] = {to_storage(et, val)};")
+    e.append("}")
+    L.extend(epi_indent + x for x in e)
+    L.append(closer)
+
+    params = [(f"const {STORAGE[t]}*", "in", i) for i, t in enumerate(types)]
+    params.append((f"{STORAGE[et]}*", "out", 0))
+    if aux:
+        params.append((f"{STORAGE[et]}*", "out", 1))
+    decl = [f"{t} __restrict__ {'in' if role == 'in' else 'out'}{slot}"
+            for t, role, slot in params]
+    name = c_name(step.name, names)
+    code = ((_LD2 if path == "mma" else "")
+            + f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
+            + ", ".join(decl) + ") {\n" + "\n".join(L) + "\n}\n")
+    grid = (max(1, (dn + bn - 1) // bn), max(1, (dm + bm - 1) // bm), max(1, zs))
+    if grid[1] > 65535:
+        raise UnsupportedError(f"cuda gemm: {dm} rows need {grid[1]} blocks along y")
+    isz = numpy_dtype(plan.dtype).itemsize
+    moved = (plan.m * plan.k * 2 * isz + plan.m * plan.n * numpy_dtype(et).itemsize) * zs
+    return KernelSource(name, step.name, "gemm", code, params, grid, (threads, 1, 1), True,
+                        bytes_moved=moved,
+                        extra={"tile": tile, "tensor_cores": path == "mma",
+                               "flops": 2 * plan.m * plan.n * plan.k * zs})
+
+
+@dataclass(frozen=True)
+class TileOperand:
+    """How the tile loops read one operand (A: rows x k, B: k x cols) from ``ptr``:
+    ``index(row, k)`` is the element index (codes of C expressions); with ``rows`` it is
+    read where ``row < rows`` and ``k`` is in range, zero else; ``guarded`` operands
+    (``rows`` None) compute -1 outside themselves (a gather: the implicit-gemm
+    convolution's im2col).  ``k_minor``: the threads of a tile load step along k first
+    (the operand is k-contiguous); ``vec``: the run-time flag of 16-byte loads (8
+    elements from a multiple of 8 along k are contiguous and in or out together; the flag
+    tests the alignment of ``ptr + vec_base``)."""
+    ptr: str
+    k_minor: bool
+    n: int
+    index: Callable[[str, str], str]
+    rows: int | None = None
+    vec: str | None = None
+    vec_base: str = "0"
+
+
+def _fetch(op: TileOperand, r: str, gk: str, k: int, it: str):
+    """(statements, predicate, index) of one element of ``op``."""
+    if op.rows is None:
+        return [f"const {it} o{r} = {op.index(r, gk)};"], f"o{r} >= 0", f"o{r}"
+    return [], f"{r} < {op.rows} && {gk} < {k}", op.index(r, gk)
+
+
+def emit_tile_product(emit, path, shape, tile: TileConfig, dtype: str, it: str, dm, dn,
+                      k, a: TileOperand, b: TileOperand):
+    """The tile loops of ``D[dm x dn] = A . B`` (over ``k``) for a block at
+    (blockIdx.y, blockIdx.x): shared tiles, the SIMT or mma.sync inner product, then the
+    opening of a loop over the thread's accumulators defining ``gi``, ``gj`` (D's row and
+    column) and ``r`` (the sum, in the accumulator type).  Returns (the indent of that
+    loop's body, the line closing it)."""
+    acc = "f64" if dtype == "f64" else "f32"
+    ct = CTYPE[acc]
+    bm, bn, bk, threads = tile.block_m, tile.block_n, tile.block_k, tile.threads
+    a_k_minor, b_k_minor = a.k_minor, b.k_minor
     emit(f"  const {it} m0 = ({it})blockIdx.y * {bm}, n0 = ({it})blockIdx.x * {bn};")
     emit("  const int tid = threadIdx.x;")
-    A, B = f"in{ia}", f"in{ib}"
-
-    def load(op, idx, n):
-        return from_storage(plan.dtype, f"{op}[HLO_CHK({idx}, {n})]")
 
     if path == "simt":
         tm, tn = shape
@@ -223,9 +325,7 @@ def emit_gemm(step, plan, names: set, device=None,
         emit(f"    for (int t = tid; t < {bm * bk}; t += {threads}) {{")
         emit(f"      const int ii = {ii}, kk = {kk};")
         emit(f"      const {it} gi = m0 + ii, gk = k0 + kk;")
-        emit(f"      {ct} v = {literal(0, acc)};")
-        va = load(A, "oa + " + a_at("gi", "gk"), nA)
-        emit(f"      if (gi < {dm} && gk < {k}) v = ({ct}){va};")
+        _simt_fetch(emit, a, "gi", k, it, ct, dtype)
         emit("      sA[kk][ii] = v;")
         emit("    }")
         jj, kk = ("t / " + str(bk), "t % " + str(bk)) if b_k_minor else \
@@ -233,9 +333,7 @@ def emit_gemm(step, plan, names: set, device=None,
         emit(f"    for (int t = tid; t < {bn * bk}; t += {threads}) {{")
         emit(f"      const int jj = {jj}, kk = {kk};")
         emit(f"      const {it} gj = n0 + jj, gk = k0 + kk;")
-        emit(f"      {ct} v = {literal(0, acc)};")
-        vb = load(B, "ob + " + b_at("gk", "gj"), nB)
-        emit(f"      if (gj < {dn} && gk < {k}) v = ({ct}){vb};")
+        _simt_fetch(emit, b, "gj", k, it, ct, dtype)
         emit("      sB[kk][jj] = v;")
         emit("    }")
         emit("    __syncthreads();")
@@ -277,22 +375,18 @@ def emit_gemm(step, plan, names: set, device=None,
         emit(f"    for (int j = 0; j < {ni}; ++j)")
         emit("#pragma unroll")
         emit("      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;")
-        vec_a = a_k_minor and _vec_ok(plan, plan.a, 0, k, bk)
-        vec_b = b_k_minor and _vec_ok(plan, plan.b, 1, k, bk)
-        if vec_a:
-            emit(f"  const bool va = (((unsigned long long)({A} + oa)) & 15) == 0;")
-        if vec_b:
-            emit(f"  const bool vb = (((unsigned long long)({B} + ob)) & 15) == 0;")
+        for op in (a, b):
+            if op.vec:
+                emit(f"  const bool {op.vec} = (((unsigned long long)({op.ptr} + "
+                     f"{op.vec_base})) & 15) == 0;")
         # a ring of ``stages`` k-tiles: 16-byte operands stream in by cp.async while the
         # warps multiply the tile loaded stages - 1 steps before; others are stored
         # straight into their stage
         emit(f"  const int ktiles = (int)(({k} + {bk - 1}) / {bk});")
         emit("  auto load_tile = [&](int st, int kt) {")
         emit(f"    const {it} k0 = ({it})kt * {bk};")
-        _mma_tile_load(emit, "A", A, "va" if vec_a else None, a_k_minor, bm, bk, threads, it,
-                       dm, k, "oa", lambda r, c: a_at(r, c), nA, "sA[st]", "m0")
-        _mma_tile_load(emit, "B", B, "vb" if vec_b else None, b_k_minor, bn, bk, threads, it,
-                       dn, k, "ob", lambda r, c: b_at(c, r), nB, "sB[st]", "n0")
+        _mma_tile_load(emit, "A", a, bm, bk, threads, it, k, "sA[st]", "m0")
+        _mma_tile_load(emit, "B", b, bn, bk, threads, it, k, "sB[st]", "n0")
         emit("    HLO_CP_COMMIT();")
         emit("  };")
         emit(f"  for (int s = 0; s < {stages - 1}; ++s) {{")
@@ -343,14 +437,14 @@ def emit_gemm(step, plan, names: set, device=None,
             emit(f"          : \"r\"((unsigned)__cvta_generic_to_shared(pb[{nbp - 1}])));")
         emit("#endif")
         emit("#ifdef HLO_SIM")
-        emit(_sim_mma(plan.dtype, tile.num_warps, mi, ni))
+        emit(_sim_mma(dtype, tile.num_warps, mi, ni))
         emit("#else")
         emit("#pragma unroll")
         emit(f"      for (int i = 0; i < {mi}; ++i)")
         emit("#pragma unroll")
         emit(f"        for (int j = 0; j < {ni}; ++j)")
-        emit("          asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + plan.dtype
-             + "." + plan.dtype + ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        emit("          asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + dtype
+             + "." + dtype + ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
              "{%0,%1,%2,%3};\\n\"")
         emit("              : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), "
              "\"+f\"(acc[i][j][3])")
@@ -370,56 +464,16 @@ def emit_gemm(step, plan, names: set, device=None,
         emit(f"        const {it} gj = n0 + wx * {sn} + j * 8 + 2 * t4 + (e & 1);")
         emit("        const float r = acc[i][j][e];")
         epi_indent = "        "
-    # the epilogue, in the accumulator type; one rounding at the store
-    e = []
-    e.append(f"if (gi < {dm} && gj < {dn}) {{")
-    e.append(f"  const {it} at = od + gi + ({it})gj * {ldd};")
-    e.append(f"  {ct} x = r;")
-    if plan.alpha != 1:
-        e.append(f"  x = x * {literal(plan.alpha, acc)};")
-    if plan.c_operand is not None:
-        c = from_storage(types[plan.c_operand], f"in{plan.c_operand}[HLO_CHK(at, {nD})]")
-        e.append(f"  x = x + {literal(plan.beta, acc)} * ({ct}){c};")
-    if plan.bias_operand is not None:
-        nb = sizes[plan.bias_operand]
-        bias = from_storage(types[plan.bias_operand],
-                            f"in{plan.bias_operand}[HLO_CHK(gi, {nb})]")
-        e.append(f"  x = x + ({ct}){bias};")
-    aux = getattr(plan, "aux", False)   # *_AUX: the pre-activation, D's type and layout
-    if aux:
-        pre = f"(({CTYPE[et]})x)" if CTYPE[et] != ct else "x"
-        e.append(f"  out1[HLO_CHK(at, {nD})] = {to_storage(et, pre)};")
-    if "RELU" in plan.epilogue:
-        e.append(f"  x = x < {literal(0, acc)} ? {literal(0, acc)} : x;")
-    if "GELU" in plan.epilogue:
-        h, one = literal(0.5, acc), literal(1, acc)
-        c0, c1 = literal(0.7978845608028654, acc), literal(0.044715, acc)
-        e.append(f"  x = {h} * x * ({one} + {_fn(acc, 'tanh')}({c0} * (x + {c1} * x * x * x)));")
-    val = f"(({CTYPE[et]})x)" if CTYPE[et] != ct else "x"
-    e.append(f"  out0[HLO_CHK(at, {nD})] = {to_storage(et, val)};")
-    e.append("}")
-    L.extend(epi_indent + x for x in e)
-    L.append("    }" if path == "simt" else "      }")
+    return epi_indent, ("    }" if path == "simt" else "      }")
 
-    params = [(f"const {STORAGE[t]}*", "in", i) for i, t in enumerate(types)]
-    params.append((f"{STORAGE[et]}*", "out", 0))
-    if aux:
-        params.append((f"{STORAGE[et]}*", "out", 1))
-    decl = [f"{t} __restrict__ {'in' if role == 'in' else 'out'}{slot}"
-            for t, role, slot in params]
-    name = c_name(step.name, names)
-    code = ((_LD2 if path == "mma" else "")
-            + f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
-            + ", ".join(decl) + ") {\n" + "\n".join(L) + "\n}\n")
-    grid = (max(1, (dn + bn - 1) // bn), max(1, (dm + bm - 1) // bm), max(1, zs))
-    if grid[1] > 65535:
-        raise UnsupportedError(f"cuda gemm: {dm} rows need {grid[1]} blocks along y")
-    isz = numpy_dtype(plan.dtype).itemsize
-    moved = (plan.m * plan.k * 2 * isz + plan.m * plan.n * numpy_dtype(et).itemsize) * zs
-    return KernelSource(name, step.name, "gemm", code, params, grid, (threads, 1, 1), True,
-                        bytes_moved=moved,
-                        extra={"tile": tile, "tensor_cores": path == "mma",
-                               "flops": 2 * plan.m * plan.n * plan.k * zs})
+
+def _simt_fetch(emit, op: TileOperand, r: str, k, it: str, ct: str, dtype: str):
+    """``v``: one element of ``op`` as the accumulator type (zero outside)."""
+    pre, cond, idx = _fetch(op, r, "gk", k, it)
+    for line in pre:
+        emit("      " + line)
+    emit(f"      {ct} v = {literal(0, 'f64' if ct == 'double' else 'f32')};")
+    emit(f"      if ({cond}) v = ({ct}){from_storage(dtype, f'{op.ptr}[HLO_CHK({idx}, {op.n})]')};")
 
 
 # fragment words from shared memory; 16-byte global -> shared copies (cp.async, zero-filled
@@ -451,29 +505,32 @@ def _vec_ok(plan, mat, which, k, bk) -> bool:
             and all(o % 8 == 0 for o in offs))
 
 
-def _mma_tile_load(emit, what, ptr, vec, k_minor, rows, bk, threads, it, total_rows, k,
-                   off, at, n, smem, origin):
+def _mma_tile_load(emit, what, op: TileOperand, rows, bk, threads, it, k, smem, origin):
     """One operand's ``rows x block_k`` tile into ``smem[row][k]`` (16-bit bits), zero
-    outside the matrix: 16-byte loads when ``vec`` (a run-time flag) holds."""
+    outside the matrix: 16-byte loads when ``op.vec`` (a run-time flag) holds."""
     r = "gi" if what == "A" else "gj"
+    ptr, n = op.ptr, op.n
+    pre, cond, idx = _fetch(op, r, "gk", k, it)
     body = []
-    if vec:
+    if op.vec:
         per = bk // 8
-        body.append(f"    if ({vec}) {{")
+        body.append(f"    if ({op.vec}) {{")
         body.append(f"      for (int t = tid; t < {rows * per}; t += {threads}) {{")
         body.append(f"        const int rr = t / {per}, kk = (t % {per}) * 8;")
         body.append(f"        const {it} {r} = {origin} + rr, gk = k0 + kk;")
-        body.append(f"        const bool ok = {r} < {total_rows} && gk < {k};")
-        body.append(f"        HLO_CP16(&{smem}[rr][kk], ok ? {ptr} + HLO_CHK({off} + "
-                    f"{at(r, 'gk')}, {n - 7}) : {ptr}, ok);")
+        body.extend("        " + line for line in pre)
+        body.append(f"        const bool ok = {cond};")
+        body.append(f"        HLO_CP16(&{smem}[rr][kk], ok ? {ptr} + HLO_CHK("
+                    f"{idx}, {n - 7}) : {ptr}, ok);")
         body.append("      }")
         body.append("    } else")
-    rr, kk = (f"t / {bk}", f"t % {bk}") if k_minor else (f"t % {rows}", f"t / {rows}")
+    rr, kk = (f"t / {bk}", f"t % {bk}") if op.k_minor else (f"t % {rows}", f"t / {rows}")
     body.append(f"    for (int t = tid; t < {rows * bk}; t += {threads}) {{")
     body.append(f"      const int rr = {rr}, kk = {kk};")
     body.append(f"      const {it} {r} = {origin} + rr, gk = k0 + kk;")
-    body.append(f"      {smem}[rr][kk] = ({r} < {total_rows} && gk < {k}) ? "
-                f"{ptr}[HLO_CHK({off} + {at(r, 'gk')}, {n})] : (uint16_t)0;")
+    body.extend("      " + line for line in pre)
+    body.append(f"      {smem}[rr][kk] = ({cond}) ? "
+                f"{ptr}[HLO_CHK({idx}, {n})] : (uint16_t)0;")
     body.append("    }")
     for line in body:
         emit(line)
