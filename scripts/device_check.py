@@ -492,8 +492,8 @@ def _top_thunks(r: "Resident", n: int) -> str:
 
 # ---- 6. autotuning (issue 14's figures) -------------------------------------------------------
 def autotune(backend: str, scale: str, budget_s: float = 60.0):
-    """Level-4 tuning against level 0 on the benchmark modules at ``scale`` (written to
-    files for scripts/autotune_check.py): tuned instructions, tuning time, whole-module
+    """Level-4 tuning against level 0 on conv_block and the benchmark modules at ``scale``
+    (written to files for scripts/autotune_check.py): tuned instructions, tuning time, whole-module
     device time before and after, results file reloaded with nothing measured."""
     import tempfile
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -502,6 +502,9 @@ def autotune(backend: str, scale: str, budget_s: float = 60.0):
     with tempfile.TemporaryDirectory() as d:
         paths = []
         # the gemm module first: cuBLASLt's algorithms are its candidates
+        # a convolution first (the conv kernels' algorithms and tiles, cuDNN's engines),
+        # then the gemm module (cuBLASLt's algorithms and our tiles), then the fusions
+        paths.append(os.path.join(ROOT, "benchmarks", "xla_gpu_modules", "conv_block.hlo"))
         for name, m, _, _ in sorted(large_modules(scale), key=lambda x: x[0] != "mlp_bf16"):
             path = os.path.join(d, name + ".hlo")
             with open(path, "w", encoding="utf-8") as f:
@@ -633,7 +636,7 @@ def main(argv=None):
                      lambda: say("  " + memcheck(95))),
         "autotune": (f"autotuning: level 4 vs level 0 ({scale} modules, {backend})", 100,
                      lambda: autotune(backend, scale, 70.0 if ns.quick else 90.0)),
-        "programs": (f"whole JAX programs vs XLA ({backend})", 100,
+        "programs": (f"whole JAX programs vs XLA ({backend})", 140,
                      lambda: programs(backend, iters, 50.0 if ns.quick else 80.0)),
         "libraries": ("NVIDIA's libraries (cuDNN, cuFFT, cuSOLVER) and the NVRTC gemm", 110,
                       lambda: libraries(95.0)),
