@@ -19,9 +19,22 @@ physical order of the first output; a grid-stride loop over rows):
 
 Rows whose staging fits the block's static shared memory (``device.
 shared_memory_per_block``: 4096 f32 keys, or 4096 f32 keys with s32 values) sort in shared
-memory.  Longer rows run the same kernel with the staging in a ``__device__`` scratch
-array (one row per block in flight, the grid capped so the scratch stays under
-``SCRATCH_BYTES``): correct for any length, not yet a fast multi-block sort.
+memory.  Longer rows take a merge sort (XLA's and CUB's shape), several launches in order:
+
+1. every block sorts a tile of a row (the largest power of two whose staging fits the
+   shared memory) with the same staging and bitonic code, tiles of all rows over the whole
+   grid, writing the tile's sorted row positions and the staged row to ``__device__``
+   scratch (``rows * n`` staged values and a ping-pong pair of ``rows * n`` positions; a
+   fixed size per step, so graph capture sees launches only);
+2. ``log2(tiles)`` merge passes, each a launch over all rows: every thread finds its
+   ``MERGE_ITEMS`` outputs' split of a pair of sorted runs by a binary search along its
+   merge-path diagonal, then merges them into the other buffer -- ``less`` orders ties by
+   position, so the left run's come first (stable, as the bitonic sort);
+3. the outputs gathered from the staged values (top-k: the first k positions).
+
+Where that scratch would pass ``MERGE_SCRATCH_BYTES`` (there are then many rows to fill the
+device), each row runs in one block with its staging in a ``__device__`` array (one row
+per block in flight, the grid capped so the scratch stays under ``SCRATCH_BYTES``).
 
 Top-k (``topk``, or XLA:CPU's ``TopK`` custom call) sorts with the comparator "greater in
 XLA's total order" (``largest=false``: less), ties by the lower index, as the interpreter.
@@ -38,6 +51,9 @@ from .renderer import BITS, CTYPE, STORAGE, Block, check_type, from_storage, to_
 MAX_THREADS = 512
 SCRATCH_BYTES = 64 << 20       # global staging of all blocks in flight (long rows)
 MAX_ROW_BYTES = 1 << 30        # a longer row runs on the host
+MERGE_SCRATCH_BYTES = 1 << 30  # the merge sort's scratch (more: one block per row)
+MERGE_ITEMS = 8                # outputs per thread of a merge pass
+MERGE_THREADS = 256
 
 
 def _hero(inst):
@@ -91,7 +107,8 @@ def _spec(s, step):
 
 
 def emit_sort(step, names: set, device):
-    """A KernelSource for a sort / top-k step, or None when the step is not one."""
+    """The kernels of a sort / top-k step, or None when the step is not one: one
+    KernelSource (a row in one block), or a list run in order (the merge sort)."""
     s = _hero(step.instruction)
     if s is None:
         return None
@@ -108,99 +125,226 @@ def emit_sort(step, names: set, device):
         raise UnsupportedError("sort: an empty operand")
     rows = total // n
     p2 = 1 << (n - 1).bit_length()
-    threads = min(MAX_THREADS, max(32, p2 // 2))
-    row_bytes = p2 * 4 + n * sum(BITS[o.shape.element_type] // 8 for o in ops)
-    shared = row_bytes <= device.shared_memory_per_block
-    if not shared and row_bytes > MAX_ROW_BYTES:
+    op_bytes = sum(BITS[o.shape.element_type] // 8 for o in ops)
+    row_bytes = p2 * 4 + n * op_bytes
+    smem = device.shared_memory_per_block
+    shared = row_bytes <= smem
+    tile = 1 << ((smem // (4 + op_bytes)).bit_length() - 1) if smem >= 4 + op_bytes else 0
+    merge = not shared and tile >= 2 * MERGE_ITEMS and \
+        rows * n * (8 + op_bytes) <= MERGE_SCRATCH_BYTES
+    if not shared and not merge and row_bytes > MAX_ROW_BYTES:
         raise UnsupportedError(f"sort: a row of {row_bytes} bytes")
-    grid = min(rows, device.core_count * 16) if shared else \
-        max(1, min(rows, device.core_count * 2, SCRATCH_BYTES // row_bytes))
-    name = c_name(step.name, names)
-    cmp_name = c_name(name + "_cmp", names)
-    less_name = c_name(name + "_less", names)
     sizes = [v.shape.num_elements() for v in step.inputs]
     narrow = max(sizes + [total, p2]) < (1 << 30)
-    it = "int" if narrow else "int64_t"
-
-    # the multi-index of (row R, position I): rows over the other dims, outputs' order
-    m2m = list(outs[0].effective_layout().minor_to_major)
-    other = [x for x in reversed(m2m) if x != d]
-    rv, iv = ix.loop_var("R", max(rows, 2)), ix.loop_var("I", max(n, 2))
-    ri = ix.delinearize([shape.dims[x] for x in other], rv) if other else ()
-    idx = [None] * shape.rank
-    for x, e in zip(other, ri):
-        idx[x] = e
-    idx[d] = iv
-    idx = tuple(idx)
-
-    def load(num, code, dtype):
-        return from_storage(dtype, f"in{num}[HLO_CHK({code}, {sizes[num]})]")
-
-    em = ElementalEmitter(step_input_map(step))
-    st = [STORAGE[o.shape.element_type] for o in ops]
-    code = [_comparator(cmp_name, params, cmp),
-            _less(less_name, cmp_name, params, st, n)]
-    decl = [f"const {STORAGE[v.shape.element_type]}* in{i}" for i, v in enumerate(step.inputs)]
-    decl += [f"{STORAGE[o.element_type]}* out{i}" for i, o in enumerate(outs)]
+    g = _Gen(step, c_name(step.name, names), ops, outs, d, n, rows, keep, topk, narrow)
+    cmp_name = c_name(g.name + "_cmp", names)
+    g.less = c_name(g.name + "_less", names)
+    head = [_comparator(cmp_name, params, cmp), _less(g.less, cmp_name, params, g.st)]
+    kind = "topk" if topk else "sort"
+    extra = {"row": n, "padded_row": p2, "rows": rows, "shared": shared, "merge": merge}
+    if merge:
+        return _merge_sort(g, names, device, head, tile, kind, extra)
+    threads = min(MAX_THREADS, max(32, p2 // 2))
+    grid = min(rows, device.core_count * 16) if shared else \
+        max(1, min(rows, device.core_count * 2, SCRATCH_BYTES // row_bytes))
     lines = []
     if shared:
         lines.append(f"  __shared__ int32_t sidx[{p2}];")
-        lines += [f"  __shared__ {t} sv{k}[{n}];" for k, t in enumerate(st)]
+        lines += [f"  __shared__ {t} sv{k}[{n}];" for k, t in enumerate(g.st)]
     else:
-        code.append(f"__device__ int32_t {name}_idx[{grid * p2}];\n" + "".join(
-            f"__device__ {t} {name}_v{k}[{grid * n}];\n" for k, t in enumerate(st)))
-        lines.append(f"  int32_t* sidx = {name}_idx + (int64_t)blockIdx.x * {p2};")
-        lines += [f"  {t}* sv{k} = {name}_v{k} + (int64_t)blockIdx.x * {n};"
-                  for k, t in enumerate(st)]
-    lines.append(f"  for ({it} row = blockIdx.x; row < {rows}; row += gridDim.x) {{")
-    # 1. stage the row
-    blk = KernelBlock(load, narrow, indent=3)
-    blk.bindings["R"], blk.bindings["I"] = "row", "e"
-    for k, o in enumerate(ops):
-        blk.emit(f"sv{k}[e] = {to_storage(o.shape.element_type, blk.value(em.value(o, idx)))};")
-    lines.append(f"    for (int e = threadIdx.x; e < {p2}; e += {threads}) {{")
-    lines.append("      sidx[e] = e;")
-    lines.append(f"      if (e < {n}) {{")
-    lines += blk.lines
-    lines += ["      }", "    }", "    __syncthreads();"]
-    # 2. bitonic sort of the index array
-    vs = ", ".join(f"sv{k}" for k in range(len(ops)))
-    lines += [
-        f"    for (int kk = 2; kk <= {p2}; kk <<= 1) {{",
-        "      for (int jj = kk >> 1; jj > 0; jj >>= 1) {",
-        "        #pragma unroll 1",
-        f"        for (int t = threadIdx.x; t < {p2 // 2}; t += {threads}) {{",
-        "          const int lo = ((t & ~(jj - 1)) << 1) | (t & (jj - 1)), hi = lo + jj;",
-        "          const int a = sidx[lo], b = sidx[hi];",
-        f"          if ((lo & kk) == 0 ? {less_name}(b, a, {vs}) : {less_name}(a, b, {vs})) {{",
-        "            sidx[lo] = b;",
-        "            sidx[hi] = a;",
-        "          }",
-        "        }",
-        "        __syncthreads();",
-        "      }",
-        "    }"]
+        head.append(f"__device__ int32_t {g.name}_idx[{grid * p2}];\n" + "".join(
+            f"__device__ {t} {g.name}_v{k}[{grid * n}];\n" for k, t in enumerate(g.st)))
+        lines.append(f"  int32_t* sidx = {g.name}_idx + (int64_t)blockIdx.x * {p2};")
+        lines += [f"  {t}* sv{k} = {g.name}_v{k} + (int64_t)blockIdx.x * {n};"
+                  for k, t in enumerate(g.st)]
+    lines.append(f"  for ({g.it} row = blockIdx.x; row < {rows}; row += gridDim.x) {{")
+    lines += g.sort_block(p2, threads, str(n), "e", [])
     # 3. the outputs of the row
-    oblk = KernelBlock(load, narrow, indent=3)
-    oblk.bindings["R"], oblk.bindings["I"] = "row", "e"
-    oidx = tuple(ix.loop_var("I", max(keep, 2)) if x == d else e for x, e in enumerate(idx))
-    for k, o in enumerate(outs):
-        pos = oblk.value(ix.linear_index(o, oidx))
-        src = "src" if topk and k == 1 else f"sv{k}[src]"
-        oblk.emit(f"out{k}[HLO_CHK({pos}, {o.num_elements()})] = {src};")
     lines.append(f"    for (int e = threadIdx.x; e < {keep}; e += {threads}) {{")
     lines.append("      const int src = sidx[e];")
-    lines += oblk.lines
+    lines += g.output_lines(3)
     lines += ["    }", "    __syncthreads();", "  }"]
-    code.append(f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
-                f'{", ".join(decl)}) {{\n' + "\n".join(lines) + "\n}\n")
-    params_ = [(f"const {STORAGE[v.shape.element_type]}*", "in", i)
-               for i, v in enumerate(step.inputs)]
-    params_ += [(f"{STORAGE[o.element_type]}*", "out", i) for i, o in enumerate(outs)]
-    kind = ("topk" if topk else "sort") + ("_shared" if shared else "_global")
-    return KernelSource(name, step.name, kind, "\n".join(code), params_, (grid, 1, 1),
-                        (threads, 1, 1), True,
-                        extra={"row": n, "padded_row": p2, "rows": rows, "shared": shared})
+    head.append(g.kernel(g.name, threads, lines))
+    return KernelSource(g.name, step.name, kind + ("_shared" if shared else "_global"),
+                        "\n".join(head), g.params, (grid, 1, 1), (threads, 1, 1), True,
+                        extra=extra)
+
+
+class _Gen:
+    """What the kernels of one sort step share: the row geometry and the code that stages
+    a row (or tile), sorts it in a block and writes the outputs."""
+
+    def __init__(self, step, name, ops, outs, d, n, rows, keep, topk, narrow):
+        self.step, self.name, self.ops, self.outs = step, name, ops, outs
+        self.n, self.rows, self.keep, self.topk, self.narrow = n, rows, keep, topk, narrow
+        self.it = "int" if narrow else "int64_t"
+        self.st = [STORAGE[o.shape.element_type] for o in ops]
+        self.vs = ", ".join(f"sv{k}" for k in range(len(ops)))
+        self.params = [(f"const {STORAGE[v.shape.element_type]}*", "in", i)
+                       for i, v in enumerate(step.inputs)]
+        self.params += [(f"{STORAGE[o.element_type]}*", "out", i) for i, o in enumerate(outs)]
+        self.decl = ", ".join(f"{t} {r}{i}" for t, r, i in self.params)
+        shape = ops[0].shape
+        # the multi-index of (row R, position I): rows over the other dims, outputs' order
+        m2m = list(outs[0].effective_layout().minor_to_major)
+        other = [x for x in reversed(m2m) if x != d]
+        rv, iv = ix.loop_var("R", max(rows, 2)), ix.loop_var("I", max(n, 2))
+        ri = ix.delinearize([shape.dims[x] for x in other], rv) if other else ()
+        idx = [None] * shape.rank
+        for x, e in zip(other, ri):
+            idx[x] = e
+        idx[d] = iv
+        self.idx = tuple(idx)
+        self.oidx = tuple(ix.loop_var("I", max(keep, 2)) if x == d else e
+                          for x, e in enumerate(self.idx))
+
+    def load(self, num, code, dtype):
+        size = self.step.inputs[num].shape.num_elements()
+        return from_storage(dtype, f"in{num}[HLO_CHK({code}, {size})]")
+
+    def kernel(self, name, threads, lines) -> str:
+        return (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
+                f'{self.decl}) {{\n' + "\n".join(lines) + "\n}\n")
+
+    def sort_block(self, p2, threads, count, pos, copies) -> list:
+        """In row ``row``: stage the ``count`` values at positions ``pos`` (``e``: the
+        position in the block) into ``sv*`` (and the ``copies``, indexed by ``pos``), then
+        a bitonic sort of the index array ``sidx`` (``0 .. p2-1``; ``>= count``: padding)."""
+        em = ElementalEmitter(step_input_map(self.step))
+        blk = KernelBlock(self.load, self.narrow, indent=4)
+        blk.bindings["R"], blk.bindings["I"] = "row", pos
+        for k, o in enumerate(self.ops):
+            value = blk.value(em.value(o, self.idx))
+            blk.emit(f"sv{k}[e] = {to_storage(o.shape.element_type, value)};")
+        blk.lines += [f"        {c}[{pos}] = sv{k}[e];" for k, c in enumerate(copies)]
+        lines = [f"    for (int e = threadIdx.x; e < {p2}; e += {threads}) {{",
+                 "      sidx[e] = e;",
+                 f"      if (e < {count}) {{"]
+        if pos != "e":
+            lines.append(f"        const {self.it} {pos} = {pos}0 + e;")
+        lines += blk.lines
+        lines += ["      }", "    }", "    __syncthreads();"]
+        # the bitonic sort of the index array
+        lines += [
+            f"    for (int kk = 2; kk <= {p2}; kk <<= 1) {{",
+            "      for (int jj = kk >> 1; jj > 0; jj >>= 1) {",
+            "        #pragma unroll 1",
+            f"        for (int t = threadIdx.x; t < {p2 // 2}; t += {threads}) {{",
+            "          const int lo = ((t & ~(jj - 1)) << 1) | (t & (jj - 1)), hi = lo + jj;",
+            "          const int a = sidx[lo], b = sidx[hi];",
+            f"          if ((lo & kk) == 0 ? {self.less}(b, a, {count}, {self.vs}) : "
+            f"{self.less}(a, b, {count}, {self.vs})) {{",
+            "            sidx[lo] = b;",
+            "            sidx[hi] = a;",
+            "          }",
+            "        }",
+            "        __syncthreads();",
+            "      }",
+            "    }"]
+        return lines
+
+    def output_lines(self, indent) -> list:
+        """Output element ``e`` of row ``row``: the staged ``sv*[src]`` (top-k: and
+        ``src``)."""
+        oblk = KernelBlock(self.load, self.narrow, indent=indent)
+        oblk.bindings["R"], oblk.bindings["I"] = "row", "e"
+        for k, o in enumerate(self.outs):
+            pos = oblk.value(ix.linear_index(o, self.oidx))
+            src = "src" if self.topk and k == 1 else f"sv{k}[src]"
+            oblk.emit(f"out{k}[HLO_CHK({pos}, {o.num_elements()})] = {src};")
+        return oblk.lines
+
+
+def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
+    """Rows longer than a block's tile: (1) every block sorts a tile of a row in shared
+    memory (``sort_block``), tiles of all rows over the whole grid, writing the sorted row
+    positions and the staged values to ``__device__`` scratch; (2) log2(tiles) passes,
+    each merging pairs of sorted runs into the other half of a ping-pong index buffer,
+    every thread ``MERGE_ITEMS`` outputs from its merge-path split (a binary search along
+    its diagonal; ``less`` orders ties by position, so the left run's come first: stable);
+    (3) the outputs (top-k: the first k) gathered from the staged values."""
+    n, rows, st, name = g.n, g.rows, g.st, g.name
+    tiles = -(-n // tile)
+    passes = (tiles - 1).bit_length()
+    total = rows * n
+    tthreads = min(MAX_THREADS, max(32, tile // 2))
+    head.append(f"__device__ int32_t {name}_idx[{2 * total}];\n" + "".join(
+        f"__device__ {t} {name}_v{k}[{total}];\n" for k, t in enumerate(st)))
+    extra = dict(extra, tile=tile, tiles=tiles, passes=passes)
+    # (1) the tiles
+    lines = [f"  __shared__ int32_t sidx[{tile}];"]
+    lines += [f"  __shared__ {t} sv{k}[{tile}];" for k, t in enumerate(st)]
+    lines += [f"  for (int64_t b = blockIdx.x; b < {rows * tiles}; b += gridDim.x) {{",
+              f"    const {g.it} row = ({g.it})(b / {tiles});",
+              f"    const int pos0 = (int)(b - (int64_t)row * {tiles}) * {tile};",
+              f"    const int cnt = {n} - pos0 < {tile} ? {n} - pos0 : {tile};",
+              f"    const int64_t base = (int64_t)row * {n};"]
+    lines += g.sort_block(tile, tthreads, "cnt", "pos",
+                          [f"({name}_v{k} + base)" for k in range(len(st))])
+    lines += [f"    for (int e = threadIdx.x; e < cnt; e += {tthreads})",
+              f"      {name}_idx[base + pos0 + e] = pos0 + sidx[e];",
+              "    __syncthreads();", "  }"]
+    head.append(g.kernel(name, tthreads, lines))
+    grid = max(1, min(rows * tiles, device.core_count * 16))
+    ks = [KernelSource(name, g.step.name, kind + "_tiles", "", g.params, (grid, 1, 1),
+                       (tthreads, 1, 1), True, extra=extra)]
+    # (2) the merge passes: one device function, a kernel per run width
+    per_row = -(-n // MERGE_ITEMS)
+    mthreads = MERGE_THREADS
+    mgrid = max(1, min(-(-rows * per_row // mthreads), device.core_count * 16))
+    merge = c_name(name + "_merge", names)
+    vrow = "".join(f", {name}_v{k} + base" for k in range(len(st)))
+    head.append("\n".join([   # positions fit an int: the scratch is under 2^30 bytes
+        f"__device__ __forceinline__ void {merge}(const int w, const int32_t* src, "
+        "int32_t* dst) {",
+        f"  for (int g = blockIdx.x * {mthreads} + threadIdx.x; g < {rows * per_row}; "
+        f"g += gridDim.x * {mthreads}) {{",
+        f"    const int row = g / {per_row}, o = (g - row * {per_row}) * {MERGE_ITEMS};",
+        f"    const int base = row * {n}, s = o / (2 * w) * (2 * w), diag = o - s;",
+        f"    const int la = {n} - s < w ? {n} - s : w;",
+        f"    const int lb = {n} - s - la < w ? {n} - s - la : w;",
+        "    const int32_t* a = src + base + s;",
+        "    const int32_t* b = a + la;",
+        "    int lo = diag > lb ? diag - lb : 0, hi = diag < la ? diag : la;",
+        "    #pragma unroll 1",
+        "    while (lo < hi) {",
+        "      const int mid = (lo + hi) >> 1;",
+        f"      if ({g.less}(b[diag - 1 - mid], a[mid], {n}{vrow})) hi = mid;",
+        "      else lo = mid + 1;",
+        "    }",
+        "    int i = lo, j = diag - lo;",
+        f"    const int end = o + (la + lb - diag < {MERGE_ITEMS} ? la + lb - diag : "
+        f"{MERGE_ITEMS});",
+        "    #pragma unroll 1",
+        "    for (int q = o; q < end; ++q) {",
+        f"      const bool right = j < lb && (i >= la || {g.less}(b[j], a[i], {n}{vrow}));",
+        "      dst[base + q] = right ? b[j++] : a[i++];",
+        "    }",
+        "  }",
+        "}", ""]))
+    for p in range(passes):
+        kn = c_name(f"{name}_merge{p}", names)
+        src, dst = f"{name}_idx + {total * (p % 2)}", f"{name}_idx + {total * (1 - p % 2)}"
+        head.append(g.kernel(kn, mthreads, [f"  {merge}({tile << p}, {src}, {dst});"]))
+        ks.append(KernelSource(kn, g.step.name, kind + "_merge", "", g.params,
+                               (mgrid, 1, 1), (mthreads, 1, 1), False, extra=extra))
+    # (3) the outputs
+    on = c_name(name + "_out", names)
+    ogrid = max(1, min(-(-rows * g.keep // mthreads), device.core_count * 16))
+    lines = [f"  for (int64_t q = (int64_t)blockIdx.x * {mthreads} + threadIdx.x; "
+             f"q < {rows * g.keep}; q += (int64_t)gridDim.x * {mthreads}) {{",
+             f"    const {g.it} row = ({g.it})(q / {g.keep});",
+             f"    const int e = (int)(q - (int64_t)row * {g.keep});",
+             f"    const int src = {name}_idx[{total * (passes % 2)} + (int64_t)row * {n} + e];"]
+    lines += [f"    const {t}* sv{k} = {name}_v{k} + (int64_t)row * {n};"
+              for k, t in enumerate(st)]
+    lines += g.output_lines(2)
+    lines.append("  }")
+    head.append(g.kernel(on, mthreads, lines))
+    ks.append(KernelSource(on, g.step.name, kind + "_out", "", g.params, (ogrid, 1, 1),
+                           (mthreads, 1, 1), False, extra=extra))
+    ks[0].code = "\n".join(head)
+    return ks
 
 
 def _comparator(name, params, cmp) -> str:
@@ -216,12 +360,13 @@ def _comparator(name, params, cmp) -> str:
             + f"\n  return {out};\n}}\n")
 
 
-def _less(name, cmp_name, params, st, n) -> str:
-    """``less(a, b)`` of two row positions: padding last, comparator, then the index."""
+def _less(name, cmp_name, params, st) -> str:
+    """``less(a, b)`` of two row positions: padding (``>= n``) last, comparator, then the
+    index."""
     arrays = ", ".join(f"const {t}* v{k}" for k, t in enumerate(st))
-    lines = [f"__device__ __forceinline__ bool {name}(int a, int b, {arrays}) {{",
-             f"  if (a >= {n}) return false;",
-             f"  if (b >= {n}) return true;"]
+    lines = [f"__device__ __forceinline__ bool {name}(int a, int b, int n, {arrays}) {{",
+             "  if (a >= n) return false;",
+             "  if (b >= n) return true;"]
     for k in range(len(st)):
         dt = params[2 * k][1]
         lines.append(f"  const {CTYPE[dt]} a{k} = {from_storage(dt, f'v{k}[a]')}, "
