@@ -29,7 +29,8 @@ memory.  Longer rows take a merge sort (XLA's and CUB's shape), several launches
 2. ``log2(tiles)`` merge passes, each a launch over all rows: every thread finds its
    ``MERGE_ITEMS`` outputs' split of a pair of sorted runs by a binary search along its
    merge-path diagonal, then merges them into the other buffer -- ``less`` orders ties by
-   position, so the left run's come first (stable, as the bitonic sort);
+   position, so the left run's come first (stable, as the bitonic sort); top-k merges
+   only the first k of each run;
 3. the outputs gathered from the staged values (top-k: the first k positions).
 
 Where that scratch would pass ``MERGE_SCRATCH_BYTES`` (there are then many rows to fill the
@@ -288,23 +289,29 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
     grid = max(1, min(rows * tiles, device.core_count * 16))
     ks = [KernelSource(name, g.step.name, kind + "_tiles", "", g.params, (grid, 1, 1),
                        (tthreads, 1, 1), True, extra=extra)]
-    # (2) the merge passes: one device function, a kernel per run width
-    per_row = -(-n // MERGE_ITEMS)
-    mthreads = MERGE_THREADS
-    mgrid = max(1, min(-(-rows * per_row // mthreads), device.core_count * 16))
+    # (2) the merge passes: one device function, a kernel per run width; top-k merges
+    # only the first k of each run (all a later pass or the outputs read)
+    keep, K, mthreads = g.keep, MERGE_ITEMS, MERGE_THREADS
     merge = c_name(name + "_merge", names)
     vrow = "".join(f", {name}_v{k} + base" for k in range(len(st)))
+
+    def cap(x):
+        return f"{x} < {keep} ? {x} : {keep}" if keep < n else x
     head.append("\n".join([   # positions fit an int: the scratch is under 2^30 bytes
-        f"__device__ __forceinline__ void {merge}(const int w, const int32_t* src, "
-        "int32_t* dst) {",
-        f"  for (int g = blockIdx.x * {mthreads} + threadIdx.x; g < {rows * per_row}; "
+        f"__device__ __forceinline__ void {merge}(const int w, const int per_pair, "
+        "const int per_row, const int32_t* src, int32_t* dst) {",
+        f"  for (int g = blockIdx.x * {mthreads} + threadIdx.x; g < {rows} * per_row; "
         f"g += gridDim.x * {mthreads}) {{",
-        f"    const int row = g / {per_row}, o = (g - row * {per_row}) * {MERGE_ITEMS};",
-        f"    const int base = row * {n}, s = o / (2 * w) * (2 * w), diag = o - s;",
-        f"    const int la = {n} - s < w ? {n} - s : w;",
-        f"    const int lb = {n} - s - la < w ? {n} - s - la : w;",
+        "    const int row = g / per_row, r = g - row * per_row, pair = r / per_pair;",
+        f"    const int s = pair * 2 * w, diag = (r - pair * per_pair) * {K};",
+        f"    const int ra = {n} - s < w ? {n} - s : w;",
+        f"    const int rb = {n} - s - ra < w ? {n} - s - ra : w;",
+        f"    const int la = {cap('ra')}, lb = {cap('rb')};",
+        f"    const int len = {cap('la + lb')};",
+        "    if (diag >= len) continue;",
+        f"    const int base = row * {n};",
         "    const int32_t* a = src + base + s;",
-        "    const int32_t* b = a + la;",
+        "    const int32_t* b = a + ra;",
         "    int lo = diag > lb ? diag - lb : 0, hi = diag < la ? diag : la;",
         "    #pragma unroll 1",
         "    while (lo < hi) {",
@@ -313,24 +320,28 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
         "      else lo = mid + 1;",
         "    }",
         "    int i = lo, j = diag - lo;",
-        f"    const int end = o + (la + lb - diag < {MERGE_ITEMS} ? la + lb - diag : "
-        f"{MERGE_ITEMS});",
+        f"    const int end = diag + (len - diag < {K} ? len - diag : {K});",
         "    #pragma unroll 1",
-        "    for (int q = o; q < end; ++q) {",
+        "    for (int q = diag; q < end; ++q) {",
         f"      const bool right = j < lb && (i >= la || {g.less}(b[j], a[i], {n}{vrow}));",
-        "      dst[base + q] = right ? b[j++] : a[i++];",
+        "      dst[base + s + q] = right ? b[j++] : a[i++];",
         "    }",
         "  }",
         "}", ""]))
     for p in range(passes):
+        w = tile << p
+        per_pair = -(-min(keep, 2 * w) // K)
+        per_row = -(-n // (2 * w)) * per_pair
+        mgrid = max(1, min(-(-rows * per_row // mthreads), device.core_count * 16))
         kn = c_name(f"{name}_merge{p}", names)
         src, dst = f"{name}_idx + {total * (p % 2)}", f"{name}_idx + {total * (1 - p % 2)}"
-        head.append(g.kernel(kn, mthreads, [f"  {merge}({tile << p}, {src}, {dst});"]))
+        head.append(g.kernel(kn, mthreads, [
+            f"  {merge}({w}, {per_pair}, {per_row}, {src}, {dst});"]))
         ks.append(KernelSource(kn, g.step.name, kind + "_merge", "", g.params,
                                (mgrid, 1, 1), (mthreads, 1, 1), False, extra=extra))
     # (3) the outputs
     on = c_name(name + "_out", names)
-    ogrid = max(1, min(-(-rows * g.keep // mthreads), device.core_count * 16))
+    ogrid = max(1, min(-(-rows * keep // mthreads), device.core_count * 16))
     lines = [f"  for (int64_t q = (int64_t)blockIdx.x * {mthreads} + threadIdx.x; "
              f"q < {rows * g.keep}; q += (int64_t)gridDim.x * {mthreads}) {{",
              f"    const {g.it} row = ({g.it})(q / {g.keep});",

@@ -116,6 +116,7 @@ def cases():
         ("topk_custom_call", _topk_custom_call("tc", [2, 300], 4), "nan", False),
         ("three_operands_custom_cmp", _sort3("c3", [3, 3000]), "ties", True),
         ("topk_long_many_rows", _topk("tm", [5, 4500], 70, largest=False), "nan", True),
+        ("topk_k_past_runs", _topk("tk", [2, 2000], 300), "ties", False),
     ]
     return out
 
