@@ -269,8 +269,10 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
     passes = (tiles - 1).bit_length()
     total = rows * n
     tthreads = min(MAX_THREADS, max(32, tile // 2))
-    head.append(f"__device__ int32_t {name}_idx[{2 * total}];\n" + "".join(
-        f"__device__ {t} {name}_v{k}[{total}];\n" for k, t in enumerate(st)))
+    gidx = c_name(name + "_idx", names)
+    sv = [c_name(f"{name}_v{k}", names) for k in range(len(st))]
+    head.append(f"__device__ int32_t {gidx}[{2 * total}];\n" + "".join(
+        f"__device__ {t} {v}[{total}];\n" for v, t in zip(sv, st)))
     extra = dict(extra, tile=tile, tiles=tiles, passes=passes)
     # (1) the tiles
     lines = [f"  __shared__ int32_t sidx[{tile}];"]
@@ -281,9 +283,9 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
               f"    const int cnt = {n} - pos0 < {tile} ? {n} - pos0 : {tile};",
               f"    const int64_t base = (int64_t)row * {n};"]
     lines += g.sort_block(tile, tthreads, "cnt", "pos",
-                          [f"({name}_v{k} + base)" for k in range(len(st))])
+                          [f"({v} + base)" for v in sv])
     lines += [f"    for (int e = threadIdx.x; e < cnt; e += {tthreads})",
-              f"      {name}_idx[base + pos0 + e] = pos0 + sidx[e];",
+              f"      {gidx}[base + pos0 + e] = pos0 + sidx[e];",
               "    __syncthreads();", "  }"]
     head.append(g.kernel(name, tthreads, lines))
     grid = max(1, min(rows * tiles, device.core_count * 16))
@@ -293,7 +295,7 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
     # only the first k of each run (all a later pass or the outputs read)
     keep, K, mthreads = g.keep, MERGE_ITEMS, MERGE_THREADS
     merge = c_name(name + "_merge", names)
-    vrow = "".join(f", {name}_v{k} + base" for k in range(len(st)))
+    vrow = "".join(f", {v} + base" for v in sv)
 
     def cap(x):
         return f"{x} < {keep} ? {x} : {keep}" if keep < n else x
@@ -334,10 +336,9 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
         per_row = -(-n // (2 * w)) * per_pair
         mgrid = max(1, min(-(-rows * per_row // mthreads), device.core_count * 16))
         kn = c_name(f"{name}_merge{p}", names)
-        src, dst = f"{name}_idx + {total * (p % 2)}", f"{name}_idx + {total * (1 - p % 2)}"
-        head.append(g.kernel(kn, mthreads, [
-            f"  {merge}({w}, {per_pair}, {per_row}, {src}, {dst});"]))
-        ks.append(KernelSource(kn, g.step.name, kind + "_merge", "", g.params,
+        src, dst = f"{gidx} + {total * (p % 2)}", f"{gidx} + {total * (1 - p % 2)}"
+        code = g.kernel(kn, mthreads, [f"  {merge}({w}, {per_pair}, {per_row}, {src}, {dst});"])
+        ks.append(KernelSource(kn, g.step.name, kind + "_merge", code, g.params,
                                (mgrid, 1, 1), (mthreads, 1, 1), False, extra=extra))
     # (3) the outputs
     on = c_name(name + "_out", names)
@@ -346,15 +347,14 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
              f"q < {rows * g.keep}; q += (int64_t)gridDim.x * {mthreads}) {{",
              f"    const {g.it} row = ({g.it})(q / {g.keep});",
              f"    const int e = (int)(q - (int64_t)row * {g.keep});",
-             f"    const int src = {name}_idx[{total * (passes % 2)} + (int64_t)row * {n} + e];"]
-    lines += [f"    const {t}* sv{k} = {name}_v{k} + (int64_t)row * {n};"
-              for k, t in enumerate(st)]
+             f"    const int src = {gidx}[{total * (passes % 2)} + (int64_t)row * {n} + e];"]
+    lines += [f"    const {t}* sv{k} = {v} + (int64_t)row * {n};"
+              for k, (v, t) in enumerate(zip(sv, st))]
     lines += g.output_lines(2)
     lines.append("  }")
-    head.append(g.kernel(on, mthreads, lines))
-    ks.append(KernelSource(on, g.step.name, kind + "_out", "", g.params, (ogrid, 1, 1),
-                           (mthreads, 1, 1), False, extra=extra))
-    ks[0].code = "\n".join(head)
+    ks.append(KernelSource(on, g.step.name, kind + "_out", g.kernel(on, mthreads, lines),
+                           g.params, (ogrid, 1, 1), (mthreads, 1, 1), False, extra=extra))
+    ks[0].code = "\n".join(head)   # what the later kernels use comes first
     return ks
 
 

@@ -193,6 +193,18 @@ def test_sort_is_a_kernel_not_a_host_call(cid):
     assert ks[0].fibered and not any(k.fibered for k in ks[1:])
 
 
+def test_every_merge_sort_kernel_is_defined_in_its_own_code():
+    """What the autotuner's merged translation unit relies on (it renames each kernel in
+    its own code): the helpers and scratch come first, in the first kernel's."""
+    import re
+    _, prog = _programs()["s32_long_ties"]
+    ks = _sort_launches(prog)
+    assert len(ks) == 3
+    for k in ks:
+        assert re.search(rf"void __launch_bounds__\(\d+\) {k.name}\(", k.code), k.name
+        assert all(not re.search(rf"\b{o.name}\b", k.code) for o in ks if o is not k)
+
+
 @pytest.mark.parametrize("cid", IDS)
 def test_small_shared_memory_takes_the_merge_sort(cid):
     """The threshold is the device's shared memory per block: 64-key tiles here."""
