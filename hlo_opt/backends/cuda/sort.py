@@ -53,7 +53,7 @@ MAX_THREADS = 512
 SCRATCH_BYTES = 64 << 20       # global staging of all blocks in flight (long rows)
 MAX_ROW_BYTES = 1 << 30        # a longer row runs on the host
 MERGE_SCRATCH_BYTES = 1 << 30  # the merge sort's scratch (more: one block per row)
-MERGE_ITEMS = 8                # outputs per thread of a merge pass
+MERGE_ITEMS = 16               # outputs per thread of a merge pass
 MERGE_THREADS = 256
 
 
@@ -140,7 +140,9 @@ def emit_sort(step, names: set, device):
     g = _Gen(step, c_name(step.name, names), ops, outs, d, n, rows, keep, topk, narrow)
     cmp_name = c_name(g.name + "_cmp", names)
     g.less = c_name(g.name + "_less", names)
-    head = [_comparator(cmp_name, params, cmp), _less(g.less, cmp_name, params, g.st)]
+    g.less_values = c_name(g.less + "_values", names)
+    head = [_comparator(cmp_name, params, cmp),
+            _less(g.less, g.less_values, cmp_name, params, g.st)]
     kind = "topk" if topk else "sort"
     extra = {"row": n, "padded_row": p2, "rows": rows, "shared": shared, "merge": merge}
     if merge:
@@ -180,6 +182,7 @@ class _Gen:
         self.n, self.rows, self.keep, self.topk, self.narrow = n, rows, keep, topk, narrow
         self.it = "int" if narrow else "int64_t"
         self.st = [STORAGE[o.shape.element_type] for o in ops]
+        self.types = [o.shape.element_type for o in ops]
         self.vs = ", ".join(f"sv{k}" for k in range(len(ops)))
         self.params = [(f"const {STORAGE[v.shape.element_type]}*", "in", i)
                        for i, v in enumerate(step.inputs)]
@@ -297,6 +300,8 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
     merge = c_name(name + "_merge", names)
     vrow = "".join(f", {v} + base" for v in sv)
 
+    ba = ", ".join(f"b{k}, a{k}" for k in range(len(st)))
+
     def cap(x):
         return f"{x} < {keep} ? {x} : {keep}" if keep < n else x
     head.append("\n".join([   # positions fit an int: the scratch is under 2^30 bytes
@@ -323,10 +328,29 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
         "    }",
         "    int i = lo, j = diag - lo;",
         f"    const int end = diag + (len - diag < {K} ? len - diag : {K});",
+        # the heads of both runs and their values in registers (position 0: a valid
+        # stand-in for an exhausted run)
+        "    int pa = i < la ? a[i] : 0, pb = j < lb ? b[j] : 0;",
+        *[f"    {CTYPE[dt]} a{k} = {from_storage(dt, f'{v}[base + pa]')}, "
+          f"b{k} = {from_storage(dt, f'{v}[base + pb]')};"
+          for k, (v, dt) in enumerate(zip(sv, g.types))],
         "    #pragma unroll 1",
         "    for (int q = diag; q < end; ++q) {",
-        f"      const bool right = j < lb && (i >= la || {g.less}(b[j], a[i], {n}{vrow}));",
-        "      dst[base + s + q] = right ? b[j++] : a[i++];",
+        f"      if (j < lb && (i >= la || {g.less_values}(pb, pa, {ba}))) {{",
+        "        dst[base + s + q] = pb;",
+        "        if (++j < lb) {",
+        "          pb = b[j];",
+        *[f"          b{k} = {from_storage(dt, f'{v}[base + pb]')};"
+          for k, (v, dt) in enumerate(zip(sv, g.types))],
+        "        }",
+        "      } else {",
+        "        dst[base + s + q] = pa;",
+        "        if (++i < la) {",
+        "          pa = a[i];",
+        *[f"          a{k} = {from_storage(dt, f'{v}[base + pa]')};"
+          for k, (v, dt) in enumerate(zip(sv, g.types))],
+        "        }",
+        "      }",
         "    }",
         "  }",
         "}", ""]))
@@ -371,21 +395,25 @@ def _comparator(name, params, cmp) -> str:
             + f"\n  return {out};\n}}\n")
 
 
-def _less(name, cmp_name, params, st) -> str:
+def _less(name, values_name, cmp_name, params, st) -> str:
     """``less(a, b)`` of two row positions: padding (``>= n``) last, comparator, then the
-    index."""
+    index; ``values_name(a, b, a0, b0, ...)`` the same at values already loaded."""
     arrays = ", ".join(f"const {t}* v{k}" for k, t in enumerate(st))
-    lines = [f"__device__ __forceinline__ bool {name}(int a, int b, int n, {arrays}) {{",
-             "  if (a >= n) return false;",
-             "  if (b >= n) return true;"]
-    for k in range(len(st)):
-        dt = params[2 * k][1]
-        lines.append(f"  const {CTYPE[dt]} a{k} = {from_storage(dt, f'v{k}[a]')}, "
-                     f"b{k} = {from_storage(dt, f'v{k}[b]')};")
+    types = [params[2 * k][1] for k in range(len(st))]
+    vals = ", ".join(f"const {CTYPE[dt]} a{k}, const {CTYPE[dt]} b{k}"
+                     for k, dt in enumerate(types))
     ab = ", ".join(f"a{k}, b{k}" for k in range(len(st)))
     ba = ", ".join(f"b{k}, a{k}" for k in range(len(st)))
-    lines += [f"  if ({cmp_name}({ab})) return true;",
-              f"  if ({cmp_name}({ba})) return false;",
-              "  return a < b;", "}"]
+    lines = [f"__device__ __forceinline__ bool {values_name}(int a, int b, {vals}) {{",
+             f"  if ({cmp_name}({ab})) return true;",
+             f"  if ({cmp_name}({ba})) return false;",
+             "  return a < b;", "}", "",
+             f"__device__ __forceinline__ bool {name}(int a, int b, int n, {arrays}) {{",
+             "  if (a >= n) return false;",
+             "  if (b >= n) return true;"]
+    for k, dt in enumerate(types):
+        lines.append(f"  const {CTYPE[dt]} a{k} = {from_storage(dt, f'v{k}[a]')}, "
+                     f"b{k} = {from_storage(dt, f'v{k}[b]')};")
+    lines += [f"  return {values_name}(a, b, {ab});", "}"]
     return "\n".join(lines) + "\n"
 
