@@ -324,3 +324,24 @@ def test_nvrtc_compiles_every_sort_kernel(compiled, arch):
 def test_ptxas_accepts_the_sort_kernels_without_spills(compiled):
     kernels, by_arch = compiled
     assert_no_spills(by_arch["sm_90"].ptx, kernels)
+
+
+def test_gpu_pipeline_fused_sort_of_long_rows_is_a_merge_sort():
+    """After the gpu pipeline the iota is fused into the sort (its operands computed
+    elementally in the tile kernel): rows of 5000 still merge-sort, bit for bit."""
+    from hlo_opt import passes_api, parse_hlo
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.flags import DebugOptions
+    raw = parse_hlo(_sort("fl", "f32", [4, 5000], [1, 0], 1, GT, values=True))
+    opt = passes_api.optimize(raw.clone(), DebugOptions.from_sources([]), pipeline="gpu")
+    prog = build_program(opt, H100)
+    assert not _host_thunks(prog.entry.thunks) and not prog.host_fallbacks
+    ks = _sort_launches(prog)
+    assert ks[0].extra["merge"] and len(ks) == 3, [k.kind for k in ks]
+    require_gxx()
+    from hlo_opt.backends.cuda_sim import compile_batch
+    [exe] = compile_batch([prog], parts=1)
+    r = check_executable(raw, exe, abs_bound=0.0, rel_bound=0.0)
+    assert r.status == "pass", r.detail
