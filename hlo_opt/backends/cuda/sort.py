@@ -33,9 +33,10 @@ memory.  Longer rows take a merge sort (XLA's and CUB's shape), several launches
    only the first k of each run;
 3. the outputs gathered from the staged values (top-k: the first k positions).
 
-Where that scratch would pass ``MERGE_SCRATCH_BYTES`` (there are then many rows to fill the
-device), each row runs in one block with its staging in a ``__device__`` array (one row
-per block in flight, the grid capped so the scratch stays under ``SCRATCH_BYTES``).
+The scratch holds the rows that fit ``MERGE_SCRATCH_BYTES``; more rows run the three steps
+chunk after chunk (up to ``MERGE_CHUNKS``).  Beyond that, or a row alone past the scratch,
+each row runs in one block with its staging in a ``__device__`` array (one row per block
+in flight, the grid capped so the scratch stays under ``SCRATCH_BYTES``).
 
 Top-k (``topk``, or XLA:CPU's ``TopK`` custom call) sorts with the comparator "greater in
 XLA's total order" (``largest=false``: less), ties by the lower index, as the interpreter.
@@ -52,7 +53,8 @@ from .renderer import BITS, CTYPE, STORAGE, Block, check_type, from_storage, to_
 MAX_THREADS = 512
 SCRATCH_BYTES = 64 << 20       # global staging of all blocks in flight (long rows)
 MAX_ROW_BYTES = 1 << 30        # a longer row runs on the host
-MERGE_SCRATCH_BYTES = 1 << 30  # the merge sort's scratch (more: one block per row)
+MERGE_SCRATCH_BYTES = 1 << 30  # the merge sort's scratch: rows in chunks of what it holds
+MERGE_CHUNKS = 16              # more chunks (or a row over the scratch): one block per row
 MERGE_ITEMS = 16               # outputs per thread of a merge pass
 MERGE_THREADS = 256
 
@@ -131,8 +133,9 @@ def emit_sort(step, names: set, device):
     smem = device.shared_memory_per_block
     shared = row_bytes <= smem
     tile = 1 << ((smem // (4 + op_bytes)).bit_length() - 1) if smem >= 4 + op_bytes else 0
-    merge = not shared and tile >= 2 * MERGE_ITEMS and \
-        rows * n * (8 + op_bytes) <= MERGE_SCRATCH_BYTES
+    chunk = MERGE_SCRATCH_BYTES // (n * (8 + op_bytes))      # rows the scratch holds
+    merge = not shared and tile >= 2 * MERGE_ITEMS and chunk >= 1 and \
+        -(-rows // min(rows, chunk)) <= MERGE_CHUNKS
     if not shared and not merge and row_bytes > MAX_ROW_BYTES:
         raise UnsupportedError(f"sort: a row of {row_bytes} bytes")
     sizes = [v.shape.num_elements() for v in step.inputs]
@@ -146,7 +149,7 @@ def emit_sort(step, names: set, device):
     kind = "topk" if topk else "sort"
     extra = {"row": n, "padded_row": p2, "rows": rows, "shared": shared, "merge": merge}
     if merge:
-        return _merge_sort(g, names, device, head, tile, kind, extra)
+        return _merge_sort(g, names, device, head, tile, chunk, kind, extra)
     threads = min(MAX_THREADS, max(32, p2 // 2))
     grid = min(rows, device.core_count * 16) if shared else \
         max(1, min(rows, device.core_count * 2, SCRATCH_BYTES // row_bytes))
@@ -259,55 +262,63 @@ class _Gen:
         return oblk.lines
 
 
-def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
+def _merge_sort(g, names, device, head, tile, chunk, kind, extra) -> list:
     """Rows longer than a block's tile: (1) every block sorts a tile of a row in shared
     memory (``sort_block``), tiles of all rows over the whole grid, writing the sorted row
     positions and the staged values to ``__device__`` scratch; (2) log2(tiles) passes,
     each merging pairs of sorted runs into the other half of a ping-pong index buffer,
     every thread ``MERGE_ITEMS`` outputs from its merge-path split (a binary search along
     its diagonal; ``less`` orders ties by position, so the left run's come first: stable);
-    (3) the outputs (top-k: the first k) gathered from the staged values."""
+    (3) the outputs (top-k: the first k) gathered from the staged values.  The scratch
+    holds ``chunk`` rows: more rows run the three steps chunk after chunk (the kernels of
+    a chunk: wrappers of the same device functions with the chunk's first row)."""
     n, rows, st, name = g.n, g.rows, g.st, g.name
+    keep, K, mthreads = g.keep, MERGE_ITEMS, MERGE_THREADS
     tiles = -(-n // tile)
     passes = (tiles - 1).bit_length()
-    total = rows * n
+    cr = min(rows, chunk)
+    chunks = -(-rows // cr)
+    total = cr * n              # positions fit an int: the scratch is under 2^30 bytes
     tthreads = min(MAX_THREADS, max(32, tile // 2))
+    cap_grid = device.core_count * 16
     gidx = c_name(name + "_idx", names)
     sv = [c_name(f"{name}_v{k}", names) for k in range(len(st))]
     head.append(f"__device__ int32_t {gidx}[{2 * total}];\n" + "".join(
         f"__device__ {t} {v}[{total}];\n" for v, t in zip(sv, st)))
-    extra = dict(extra, tile=tile, tiles=tiles, passes=passes)
-    # (1) the tiles
-    lines = [f"  __shared__ int32_t sidx[{tile}];"]
-    lines += [f"  __shared__ {t} sv{k}[{tile}];" for k, t in enumerate(st)]
-    lines += [f"  for (int64_t b = blockIdx.x; b < {rows * tiles}; b += gridDim.x) {{",
-              f"    const {g.it} row = ({g.it})(b / {tiles});",
-              f"    const int pos0 = (int)(b - (int64_t)row * {tiles}) * {tile};",
-              f"    const int cnt = {n} - pos0 < {tile} ? {n} - pos0 : {tile};",
-              f"    const int64_t base = (int64_t)row * {n};"]
-    lines += g.sort_block(tile, tthreads, "cnt", "pos",
-                          [f"({v} + base)" for v in sv])
+    extra = dict(extra, tile=tile, tiles=tiles, passes=passes, chunks=chunks)
+    args = ", ".join(f"{r}{i}" for _, r, i in g.params)
+    # (1) the tiles of rows row0 .. row0 + nrows - 1
+    tiles_fn = c_name(name + "_tiles", names)
+    smem = ", ".join(["int32_t* sidx"] + [f"{t}* sv{k}" for k, t in enumerate(st)])
+    lines = [f"__device__ __forceinline__ void {tiles_fn}(const int64_t row0, const int nrows, "
+             f"{smem}, {g.decl}) {{",
+             f"  for (int64_t b = blockIdx.x; b < (int64_t)nrows * {tiles}; b += gridDim.x) {{",
+             f"    const int local = (int)(b / {tiles});",
+             f"    const {g.it} row = ({g.it})(row0 + local);",
+             f"    const int pos0 = (int)(b - (int64_t)local * {tiles}) * {tile};",
+             f"    const int cnt = {n} - pos0 < {tile} ? {n} - pos0 : {tile};",
+             f"    const int base = local * {n};"]
+    lines += g.sort_block(tile, tthreads, "cnt", "pos", [f"({v} + base)" for v in sv])
     lines += [f"    for (int e = threadIdx.x; e < cnt; e += {tthreads})",
               f"      {gidx}[base + pos0 + e] = pos0 + sidx[e];",
-              "    __syncthreads();", "  }"]
-    head.append(g.kernel(name, tthreads, lines))
-    grid = max(1, min(rows * tiles, device.core_count * 16))
-    ks = [KernelSource(name, g.step.name, kind + "_tiles", "", g.params, (grid, 1, 1),
-                       (tthreads, 1, 1), True, extra=extra)]
-    # (2) the merge passes: one device function, a kernel per run width; top-k merges
-    # only the first k of each run (all a later pass or the outputs read)
-    keep, K, mthreads = g.keep, MERGE_ITEMS, MERGE_THREADS
+              "    __syncthreads();", "  }", "}", ""]
+    head.append("\n".join(lines))
+    # (2) the merge passes; top-k merges only the first k of each run (all a later pass
+    # or the outputs read)
     merge = c_name(name + "_merge", names)
     vrow = "".join(f", {v} + base" for v in sv)
-
     ba = ", ".join(f"b{k}, a{k}" for k in range(len(st)))
 
     def cap(x):
         return f"{x} < {keep} ? {x} : {keep}" if keep < n else x
-    head.append("\n".join([   # positions fit an int: the scratch is under 2^30 bytes
+
+    def heads(run, pos, indent="    "):
+        return [f"{indent}{run}{k} = {from_storage(dt, f'{v}[base + {pos}]')};"
+                for k, (v, dt) in enumerate(zip(sv, g.types))]
+    head.append("\n".join([
         f"__device__ __forceinline__ void {merge}(const int w, const int per_pair, "
-        "const int per_row, const int32_t* src, int32_t* dst) {",
-        f"  for (int g = blockIdx.x * {mthreads} + threadIdx.x; g < {rows} * per_row; "
+        "const int per_row, const int count, const int32_t* src, int32_t* dst) {",
+        f"  for (int g = blockIdx.x * {mthreads} + threadIdx.x; g < count; "
         f"g += gridDim.x * {mthreads}) {{",
         "    const int row = g / per_row, r = g - row * per_row, pair = r / per_pair;",
         f"    const int s = pair * 2 * w, diag = (r - pair * per_pair) * {K};",
@@ -331,54 +342,69 @@ def _merge_sort(g, names, device, head, tile, kind, extra) -> list:
         # the heads of both runs and their values in registers (position 0: a valid
         # stand-in for an exhausted run)
         "    int pa = i < la ? a[i] : 0, pb = j < lb ? b[j] : 0;",
-        *[f"    {CTYPE[dt]} a{k} = {from_storage(dt, f'{v}[base + pa]')}, "
-          f"b{k} = {from_storage(dt, f'{v}[base + pb]')};"
-          for k, (v, dt) in enumerate(zip(sv, g.types))],
+        *[f"    {CTYPE[dt]} a{k}, b{k};" for k, dt in enumerate(g.types)],
+        *heads("a", "pa"), *heads("b", "pb"),
         "    #pragma unroll 1",
         "    for (int q = diag; q < end; ++q) {",
         f"      if (j < lb && (i >= la || {g.less_values}(pb, pa, {ba}))) {{",
         "        dst[base + s + q] = pb;",
         "        if (++j < lb) {",
         "          pb = b[j];",
-        *[f"          b{k} = {from_storage(dt, f'{v}[base + pb]')};"
-          for k, (v, dt) in enumerate(zip(sv, g.types))],
+        *heads("b", "pb", " " * 10),
         "        }",
         "      } else {",
         "        dst[base + s + q] = pa;",
         "        if (++i < la) {",
         "          pa = a[i];",
-        *[f"          a{k} = {from_storage(dt, f'{v}[base + pa]')};"
-          for k, (v, dt) in enumerate(zip(sv, g.types))],
+        *heads("a", "pa", " " * 10),
         "        }",
         "      }",
         "    }",
         "  }",
         "}", ""]))
-    for p in range(passes):
-        w = tile << p
-        per_pair = -(-min(keep, 2 * w) // K)
-        per_row = -(-n // (2 * w)) * per_pair
-        mgrid = max(1, min(-(-rows * per_row // mthreads), device.core_count * 16))
-        kn = c_name(f"{name}_merge{p}", names)
-        src, dst = f"{gidx} + {total * (p % 2)}", f"{gidx} + {total * (1 - p % 2)}"
-        code = g.kernel(kn, mthreads, [f"  {merge}({w}, {per_pair}, {per_row}, {src}, {dst});"])
-        ks.append(KernelSource(kn, g.step.name, kind + "_merge", code, g.params,
-                               (mgrid, 1, 1), (mthreads, 1, 1), False, extra=extra))
-    # (3) the outputs
-    on = c_name(name + "_out", names)
-    ogrid = max(1, min(-(-rows * keep // mthreads), device.core_count * 16))
-    lines = [f"  for (int64_t q = (int64_t)blockIdx.x * {mthreads} + threadIdx.x; "
-             f"q < {rows * g.keep}; q += (int64_t)gridDim.x * {mthreads}) {{",
-             f"    const {g.it} row = ({g.it})(q / {g.keep});",
-             f"    const int e = (int)(q - (int64_t)row * {g.keep});",
-             f"    const int src = {gidx}[{total * (passes % 2)} + (int64_t)row * {n} + e];"]
-    lines += [f"    const {t}* sv{k} = {v} + (int64_t)row * {n};"
-              for k, (v, t) in enumerate(zip(sv, st))]
+    # (3) the outputs of rows row0 .. row0 + nrows - 1
+    out_fn = c_name(name + "_outputs", names)
+    lines = [f"__device__ __forceinline__ void {out_fn}(const int64_t row0, const int nrows, "
+             f"{g.decl}) {{",
+             f"  for (int64_t q = (int64_t)blockIdx.x * {mthreads} + threadIdx.x; "
+             f"q < (int64_t)nrows * {keep}; q += (int64_t)gridDim.x * {mthreads}) {{",
+             f"    const int local = (int)(q / {keep}), e = (int)(q - (int64_t)local * {keep});",
+             f"    const {g.it} row = ({g.it})(row0 + local);",
+             f"    const int src = {gidx}[{total * (passes % 2)} + local * {n} + e];"]
+    lines += [f"    const {t}* sv{k} = {v} + local * {n};" for k, (v, t) in enumerate(zip(sv, st))]
     lines += g.output_lines(2)
-    lines.append("  }")
-    ks.append(KernelSource(on, g.step.name, kind + "_out", g.kernel(on, mthreads, lines),
-                           g.params, (ogrid, 1, 1), (mthreads, 1, 1), False, extra=extra))
-    ks[0].code = "\n".join(head)   # what the later kernels use comes first
+    lines += ["  }", "}", ""]
+    head.append("\n".join(lines))
+    # the kernels, chunk after chunk
+    ks = []
+    shared = [f"  __shared__ int32_t sidx[{tile}];"]
+    shared += [f"  __shared__ {t} sv{k}[{tile}];" for k, t in enumerate(st)]
+    svs = ", ".join(["sidx"] + [f"sv{k}" for k in range(len(st))])
+    for c in range(chunks):
+        row0, nrows = c * cr, min(cr, rows - c * cr)
+        pre = name if c == 0 else c_name(f"{name}_c{c}", names)
+        code = g.kernel(pre, tthreads, shared + [
+            f"  {tiles_fn}({row0}, {nrows}, {svs}, {args});"])
+        grid = max(1, min(nrows * tiles, cap_grid))
+        ks.append(KernelSource(pre, g.step.name, kind + "_tiles", code, g.params,
+                               (grid, 1, 1), (tthreads, 1, 1), True, extra=extra))
+        for p in range(passes):
+            w = tile << p
+            per_pair = -(-min(keep, 2 * w) // K)
+            per_row = -(-n // (2 * w)) * per_pair
+            kn = c_name(f"{pre}_merge{p}", names)
+            src, dst = f"{gidx} + {total * (p % 2)}", f"{gidx} + {total * (1 - p % 2)}"
+            code = g.kernel(kn, mthreads, [
+                f"  {merge}({w}, {per_pair}, {per_row}, {nrows * per_row}, {src}, {dst});"])
+            grid = max(1, min(-(-nrows * per_row // mthreads), cap_grid))
+            ks.append(KernelSource(kn, g.step.name, kind + "_merge", code, g.params,
+                                   (grid, 1, 1), (mthreads, 1, 1), False, extra=extra))
+        on = c_name(f"{pre}_out", names)
+        code = g.kernel(on, mthreads, [f"  {out_fn}({row0}, {nrows}, {args});"])
+        grid = max(1, min(-(-nrows * keep // mthreads), cap_grid))
+        ks.append(KernelSource(on, g.step.name, kind + "_out", code, g.params, (grid, 1, 1),
+                               (mthreads, 1, 1), False, extra=extra))
+    ks[0].code = "\n".join(head + [ks[0].code])   # what every kernel uses comes first
     return ks
 
 

@@ -258,6 +258,34 @@ def test_cuda_sim_merge_sort_matches_interpreter_bitwise(cid):
     _assert_bitwise(module, _sim(SMALL_SHARED)[cid], data)
 
 
+@pytest.mark.parametrize("cid, row, element", [
+    ("f32_values", 1000, 16), ("topk_long_many_rows", 4500, 12), ("f32_long_major", 5000, 16)])
+def test_rows_beyond_the_merge_scratch_merge_chunk_after_chunk(monkeypatch, cid, row,
+                                                               element):
+    """A scratch of 2 rows (``element``: scratch bytes per element): the rows run in
+    chunks of 2 (the last one shorter where the count is odd), each chunk its tiles,
+    merge passes and outputs."""
+    require_gxx()
+    import dataclasses
+
+    from hlo_opt import parse_hlo
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda import sort
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.backends.cuda_sim import compile_batch
+    _, text, data, _ = next(c for c in cases() if c[0] == cid)
+    module = parse_hlo(text)
+    monkeypatch.setattr(sort, "MERGE_SCRATCH_BYTES", 2 * row * element + 5)
+    dev = dataclasses.replace(H100, shared_memory_per_block=SMALL_SHARED)
+    prog = build_program(module, dev)
+    ks = _sort_launches(prog)
+    x = ks[0].extra
+    assert x["merge"] and x["chunks"] == -(-x["rows"] // 2) > 1, x
+    assert len(ks) == x["chunks"] * (x["passes"] + 2)
+    [exe] = compile_batch([prog], parts=1)
+    _assert_bitwise(module, exe, data)
+
+
 def test_rows_beyond_the_merge_scratch_sort_one_block_per_row(monkeypatch):
     """Where the merge sort's scratch would pass MERGE_SCRATCH_BYTES, a row per block
     with its staging in global memory (correct for any length)."""
