@@ -45,8 +45,10 @@ from .renderer import STORAGE
 
 PRELUDE_NAME = "prelude.cuh"
 # Library-call steps with a kernel of their own, asked in turn: each returns the kernel
-# (scatter: and the input it updates in place), None when the step is not its kind, or
-# raises when it cannot take it (the step then runs as a library call or on the host).
+# or a list of kernels launched in order (sort's merge sort; scratch in ``__device__``
+# arrays of their own), scatter also the input it updates in place; None when the step
+# is not its kind, or raises when it cannot take it (the step then runs as a library call
+# or on the host).
 LIBRARY_EMITTERS = (emit_conv, emit_scatter, emit_sort)
 
 
@@ -175,16 +177,17 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             if got is None:
                 continue
             k, base = got if isinstance(got, tuple) else (got, None)
-            kernels.append(k)
+            ks = k if isinstance(k, list) else [k]   # several: launched in order
+            kernels.extend(ks)
             out = []
             if base is not None and st.input_slices[base] != st.output_slices[0]:
                 out.append(Thunk("copy", st.name, st, args=[st.output_slices[0],
                                                             st.input_slices[base]],
                                  nbytes=st.output_slices[0].size))
-            launch = _launch(st, k)
+            launches = [_launch(st, x) for x in ks]
             if emit is emit_conv and use_libraries and not kernel_selected(st.instruction):
-                launch.spec = conv_plan(st.instruction)
-            return out + [launch]
+                launches[0].spec = conv_plan(st.instruction)
+            return out + launches
         spec = library_plan(st.instruction) if use_libraries else None
         if spec is not None:  # workspaces: the outputs something reads (zeroed)
             w = getattr(spec, "first_workspace", 1)
