@@ -320,22 +320,16 @@ def emit_tile_product(emit, path, shape, tile: TileConfig, dtype: str, it: str, 
         emit("#pragma unroll")
         emit(f"    for (int j = 0; j < {tn}; ++j) acc[i][j] = {literal(0, acc)};")
         emit(f"  for ({it} k0 = 0; k0 < {k}; k0 += {bk}) {{")
-        ii, kk = ("t / " + str(bk), "t % " + str(bk)) if a_k_minor else \
-            ("t % " + str(bm), "t / " + str(bm))
-        emit(f"    for (int t = tid; t < {bm * bk}; t += {threads}) {{")
-        emit(f"      const int ii = {ii}, kk = {kk};")
-        emit(f"      const {it} gi = m0 + ii, gk = k0 + kk;")
-        _simt_fetch(emit, a, "gi", k, it, ct, dtype)
-        emit("      sA[kk][ii] = v;")
-        emit("    }")
-        jj, kk = ("t / " + str(bk), "t % " + str(bk)) if b_k_minor else \
-            ("t % " + str(bn), "t / " + str(bn))
-        emit(f"    for (int t = tid; t < {bn * bk}; t += {threads}) {{")
-        emit(f"      const int jj = {jj}, kk = {kk};")
-        emit(f"      const {it} gj = n0 + jj, gk = k0 + kk;")
-        _simt_fetch(emit, b, "gj", k, it, ct, dtype)
-        emit("      sB[kk][jj] = v;")
-        emit("    }")
+        for op, side, base, rows, k_minor, tile in ((a, "i", "m0", bm, a_k_minor, "sA"),
+                                                    (b, "j", "n0", bn, b_k_minor, "sB")):
+            # the operand's [bk][rows] tile, walked along its contiguous dimension
+            x, kk = (f"t / {bk}", f"t % {bk}") if k_minor else (f"t % {rows}", f"t / {rows}")
+            emit(f"    for (int t = tid; t < {rows * bk}; t += {threads}) {{")
+            emit(f"      const int {side}{side} = {x}, kk = {kk};")
+            emit(f"      const {it} g{side} = {base} + {side}{side}, gk = k0 + kk;")
+            _simt_fetch(emit, op, f"g{side}", k, it, ct, dtype)
+            emit(f"      {tile}[kk][{side}{side}] = v;")
+            emit("    }")
         emit("    __syncthreads();")
         emit(f"    for (int kk = 0; kk < {bk}; ++kk) {{")
         emit(f"      {ct} ra[{tm}], rb[{tn}];")
