@@ -13,27 +13,38 @@ from __future__ import annotations
 from .target import arch_of, target_device
 
 
-def load_cublaslt(dev):
-    """(cuBLASLt on ``dev``, None) or (False, why it did not load)."""
+def load_library(factory, dev):
+    """(``factory(dev)``, None), or (None, why it did not load: a missing package, library
+    or driver; the thunks then run as our kernels or on the host)."""
     try:
-        from .cublaslt import CublasLt
-        return CublasLt(dev), None
-    except Exception as e:  # noqa: BLE001 - the gemms then run as our kernel or on the host
-        return False, f"{type(e).__name__}: {str(e)[:160]}"
+        return factory(dev), None
+    except Exception as e:  # noqa: BLE001 - any failure to load is a fallback, said once
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def _cublaslt(dev):
+    from .cublaslt import CublasLt
+    return CublasLt(dev)
+
+
+def _cudnn(dev):
+    from .cudnn_conv import CudnnConv
+    return CudnnConv(dev)
 
 
 class CudaDeviceAdapter:
     """The runtime's device protocol over the driver, with the module's kernels."""
 
-    def __init__(self, dev, loaded, libraries=None):
+    def __init__(self, dev, loaded, libs=None):
+        """``libs``: libraries loaded already (name -> (object or None, why not))."""
         self.d = dev
         self.mod = loaded
-        self.libraries = libraries
-        self._cudnn = None
         self._kernel_only: set = set()   # conv steps cuDNN refused (the kernel runs them)
         self.name = f"cuda ({dev.name})"
         self._libs: dict = {}
         self.library_errors: dict = {}
+        for name, (lib, why) in (libs or {}).items():
+            self._keep(name, lib, why)
         for m in ("alloc", "upload", "download", "copy", "memset", "sync", "begin_capture",
                   "end_capture", "launch_graph"):
             setattr(self, m, getattr(dev, m))
@@ -43,22 +54,19 @@ class CudaDeviceAdapter:
 
     def cublaslt(self):
         """cuBLASLt on this device, or None when nvmath-python (or cuBLAS) is missing."""
-        if self.libraries is None:
-            self.libraries, why = load_cublaslt(self.d)
-            if why:
-                self.library_errors["cublaslt"] = why
-        return self.libraries or None
+        return self._load("cublaslt", _cublaslt)
 
     def _load(self, name: str, factory):
-        """A library object (``factory(driver device)``), or None when it cannot load (its
-        error kept in ``library_errors``: the thunks then run on the host)."""
+        """A library object (``factory(driver device)``), loaded once, or None when it
+        cannot load (why kept in ``library_errors``)."""
         if name not in self._libs:
-            try:
-                self._libs[name] = factory(self.d)
-            except Exception as e:  # noqa: BLE001 - missing package, library or driver
-                self._libs[name] = None
-                self.library_errors[name] = f"{type(e).__name__}: {str(e)[:160]}"
+            self._keep(name, *load_library(factory, self.d))
         return self._libs[name]
+
+    def _keep(self, name, lib, why) -> None:
+        self._libs[name] = lib
+        if why:
+            self.library_errors[name] = why
 
     def cufft(self):
         """cuFFT on this device, or None (nvmath-python or libcufft missing)."""
@@ -73,14 +81,7 @@ class CudaDeviceAdapter:
     def cudnn(self):
         """cuDNN convolutions on this device, or None when the frontend (or libcudnn)
         is missing."""
-        if self._cudnn is None:
-            try:
-                from .cudnn_conv import CudnnConv
-                self._cudnn = CudnnConv(self.d)
-            except Exception as e:  # noqa: BLE001 - convolutions then run as our kernel
-                self._cudnn = False
-                self._cudnn_missing = f"cuDNN unavailable: {type(e).__name__}: {str(e)[:200]}"
-        return self._cudnn or None
+        return self._load("cudnn", _cudnn)
 
     def cudnn_conv(self, runner, thunk, frame) -> bool:
         """A convolution launch through cuDNN (its ``spec`` plan); False when the kernel
@@ -89,7 +90,8 @@ class CudaDeviceAdapter:
         if st.name in self._kernel_only:
             return False
         conv = self.cudnn()
-        why = None if conv is not None else self._cudnn_missing
+        why = None if conv is not None else \
+            f"cuDNN unavailable: {self.library_errors.get('cudnn', 'not loaded')}"
         if conv is not None and runner._capturing and not conv.ready(thunk.spec):
             return False  # nothing may be built or allocated in a capture: the kernel
         if conv is not None:
@@ -136,7 +138,8 @@ class CudaExecutable:
         self.device = dev
         self.device_info = dev.device_info()
         # with cuBLASLt, gemms need no kernel of ours unless tuned to one
-        lt, why = load_cublaslt(dev) if has_gemms(module) else (None, None)
+        libs = {"cublaslt": load_library(_cublaslt, dev)} if has_gemms(module) else {}
+        lt = libs.get("cublaslt", (None,))[0]
         self.program = build_program(module, self.device_info, config, gemm_kernels=not lt)
         self.source = full_source(self.program)
         self.compiled = compile_cuda(self.source, dev.arch, name=f"{module.name}.cu",
@@ -144,9 +147,7 @@ class CudaExecutable:
         self.cache_hit = self.compiled.cached
         if debug_options is not None and getattr(debug_options, "xla_dump_to", ""):
             dump(module, debug_options, self.program, self.compiled)
-        self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin), lt)
-        if why:
-            self.adapter.library_errors["cublaslt"] = why
+        self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin), libs)
         self._runners: dict = {}
 
     def runner(self, profile: bool = False):

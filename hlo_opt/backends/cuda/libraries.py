@@ -11,7 +11,6 @@ the program notes it once in ``Program.host_fallbacks``.
 from __future__ import annotations
 
 from .fft_plan import FftPlan
-from .gemm_emitter import config_of
 from .gemm_plan import GemmPlan
 from .solver_plan import CholeskyPlan, TrsmPlan
 
@@ -94,13 +93,12 @@ def run_library_call(dev, runner, thunk, frame) -> None:
     the plan, else on the host; a gemm also as our kernel (``thunk.kernel``) where the
     autotuner chose one of its tile configurations, or cuBLASLt is missing or refuses."""
     st, plan = thunk.step, thunk.spec
-    if isinstance(plan, GemmPlan) and thunk.kernel is not None and (
-            id(thunk) in runner.lt_refused or config_of(st.instruction) is not None
-            or _library(dev, plan) is None):
+    lib = None if thunk.tuned_kernel or id(thunk) in runner.lt_refused else \
+        _library(dev, plan)
+    if lib is None and thunk.kernel is not None:   # a gemm: our kernel
         dev.launch(thunk.kernel, [runner.addr(s, frame) for s in thunk.args])
         _zero_workspaces(dev, runner, thunk, frame)
         return
-    lib = _library(dev, plan)
     if lib is None:
         _host(dev, runner, thunk, frame, f"{LOADERS[type(plan)]} unavailable: "
               f"{getattr(dev, 'library_errors', {}).get(LOADERS[type(plan)], 'not loaded')}")

@@ -63,6 +63,7 @@ class Thunk:
     callees: list = field(default_factory=list)  # ComputationProgram (control)
     spec: object = None               # library call parameters
     workspaces: list = field(default_factory=list)  # library: outputs to zero (read later)
+    tuned_kernel: bool = False        # a gemm the autotuner gave one of our kernel's tiles
 
 
 @dataclass
@@ -195,8 +196,8 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
             workspaces = [sl for j, (v, sl) in enumerate(zip(st.outputs[w:],
                                                              st.output_slices[w:]), w)
                           if j != written and sl.size and _leaf_read(v.inst, v.leaf)]
-            if isinstance(spec, GemmPlan) and (gemm_kernels or
-                                               config_of(st.instruction) is not None):
+            tuned = isinstance(spec, GemmPlan) and config_of(st.instruction) is not None
+            if isinstance(spec, GemmPlan) and (gemm_kernels or tuned):
                 try:  # with our kernel, for where cuBLASLt is not
                     k = emit_gemm(st, spec, names, device)
                 except (UnsupportedError, KeyError) as e:
@@ -205,6 +206,7 @@ def _thunks_for(st, names, kernels, device, config, progs, use_libraries, fallba
                     kernels.append(k)
                     t = _launch(st, k)
                     t.kind, t.spec, t.workspaces = "library", spec, workspaces
+                    t.tuned_kernel = tuned
                     return [t]
             return [Thunk("library", st.name, st, spec=spec, workspaces=workspaces)]
         return [Thunk("host", st.name, st)]

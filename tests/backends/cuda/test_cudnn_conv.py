@@ -193,6 +193,7 @@ def _device(exe, conv):
     class Adapter(type(sim)):
         cudnn_conv = CudaDeviceAdapter.cudnn_conv
         cudnn = CudaDeviceAdapter.cudnn
+        _load = CudaDeviceAdapter._load
 
         def launch(self, k, addrs):
             self.launched.append(k.kind)
@@ -203,8 +204,8 @@ def _device(exe, conv):
     dev = Adapter.__new__(Adapter)
     dev.__dict__.update(sim.__dict__)
     dev.launched, dev.d, dev._kernel_only = [], dev, set()
-    dev._cudnn = conv if conv is not None else False
-    dev._cudnn_missing = "cuDNN unavailable: no libcudnn"
+    dev._libs, dev.library_errors = {"cudnn": conv}, {} if conv is not None else {
+        "cudnn": "no libcudnn"}
     return dev
 
 
@@ -442,8 +443,10 @@ def _recording_cudnn(exe, ready):
     dev.launch = counting
     dev.cudnn_conv = types.MethodType(CudaDeviceAdapter.cudnn_conv, dev)
     dev.cudnn = types.MethodType(CudaDeviceAdapter.cudnn, dev)
+    dev._load = types.MethodType(CudaDeviceAdapter._load, dev)
     dev.memset = lambda addr, n: ctypes.memset(addr, 0, n)
-    dev.d, dev._kernel_only, dev._cudnn = dev, set(), Deferred()
+    dev.d, dev._kernel_only = dev, set()
+    dev._libs, dev.library_errors = {"cudnn": Deferred()}, {}
     return dev, launched
 
 
@@ -469,7 +472,7 @@ def test_captured_runs(ready):
     assert dev.captures == 1 and dev.replays >= 2 and not runner._capture_failed
     conv_launches = [rec for rec, kind in launched if kind.startswith("conv_")]
     assert conv_launches == ([] if ready else [True])   # the kernel only in the capture
-    assert dev._cudnn.runs == (4 if ready else 1)
+    assert dev._libs["cudnn"].runs == (4 if ready else 1)
 
 
 LOOP = """HloModule conv_loop
@@ -523,4 +526,4 @@ def test_a_loop_body_with_a_convolution_is_captured_after_a_plain_run(monkeypatc
         np.testing.assert_allclose(r.run(args)[0], want[0], rtol=1e-4, atol=1e-5)
         assert dev.captures == (0 if n == 0 else 1)
     assert not [k for _, k in launched if k.startswith("conv_")]
-    assert dev._cudnn.runs == 9 and dev.replays == 6
+    assert dev._libs["cudnn"].runs == 9 and dev.replays == 6
