@@ -22,12 +22,12 @@ def load_library(factory, dev):
         return None, f"{type(e).__name__}: {str(e)[:200]}"
 
 
-def _cublaslt(dev):
+def new_cublaslt(dev):
     from .cublaslt import CublasLt
     return CublasLt(dev)
 
 
-def _cudnn(dev):
+def new_cudnn(dev):
     from .cudnn_conv import CudnnConv
     return CudnnConv(dev)
 
@@ -54,7 +54,7 @@ class CudaDeviceAdapter:
 
     def cublaslt(self):
         """cuBLASLt on this device, or None when nvmath-python (or cuBLAS) is missing."""
-        return self._load("cublaslt", _cublaslt)
+        return self._load("cublaslt", new_cublaslt)
 
     def _load(self, name: str, factory):
         """A library object (``factory(driver device)``), loaded once, or None when it
@@ -81,7 +81,7 @@ class CudaDeviceAdapter:
     def cudnn(self):
         """cuDNN convolutions on this device, or None when the frontend (or libcudnn)
         is missing."""
-        return self._load("cudnn", _cudnn)
+        return self._load("cudnn", new_cudnn)
 
     def cudnn_conv(self, runner, thunk, frame) -> bool:
         """A convolution launch through cuDNN (its ``spec`` plan); False when the kernel
@@ -138,7 +138,7 @@ class CudaExecutable:
         self.device = dev
         self.device_info = dev.device_info()
         # with cuBLASLt, gemms need no kernel of ours unless tuned to one
-        libs = {"cublaslt": load_library(_cublaslt, dev)} if has_gemms(module) else {}
+        libs = {"cublaslt": load_library(new_cublaslt, dev)} if has_gemms(module) else {}
         lt = libs.get("cublaslt", (None,))[0]
         self.program = build_program(module, self.device_info, config, gemm_kernels=not lt)
         self.source = full_source(self.program)

@@ -70,22 +70,16 @@ class CudaProvider:
         plan = gemm_plan(inst)
         if plan is None:
             return None
-        if self._lt is None:
-            try:
-                from .cublaslt import CublasLt
-                self._lt = CublasLt(self.dev)
-            except Exception:  # noqa: BLE001 - no nvmath-python / cuBLAS: nothing to tune
-                self._lt = False
+        if self._lt is None:   # no nvmath-python / cuBLAS: the tiles only
+            from . import new_cublaslt, load_library
+            self._lt = load_library(new_cublaslt, self.dev)[0] or False
         return (self._lt, plan) if self._lt else None
 
     def _cudnn(self):
         """cuDNN convolutions on this device, or None (no frontend / libcudnn)."""
-        if self._dnn is None:
-            try:
-                from .cudnn_conv import CudnnConv
-                self._dnn = CudnnConv(self.dev)
-            except Exception:  # noqa: BLE001 - the kernel's algorithms only
-                self._dnn = False
+        if self._dnn is None:   # no frontend / libcudnn: the kernel's algorithms only
+            from . import new_cudnn, load_library
+            self._dnn = load_library(new_cudnn, self.dev)[0] or False
         return self._dnn or None
 
     def _cudnn_candidates(self, inst) -> list:
@@ -170,13 +164,9 @@ class GemmCandidate:
     def run(self, inputs, outputs, scratch) -> None:
         from ...autotune.candidates import CandidateError
         p = self.plan
-        ia, ib = p.operands
-        out = outputs[0].address
         try:
-            self.lt.run(p, inputs[ia].address, inputs[ib].address,
-                        inputs[p.c_operand].address if p.c_operand is not None else out, out,
-                        inputs[p.bias_operand].address if p.bias_operand is not None else None,
-                        outputs[1].address if p.aux else None)
+            self.lt.run(p, *p.pointers(lambda i: inputs[i].address, outputs[0].address,
+                                       outputs[1].address if p.aux else None))
         except Exception as e:  # noqa: BLE001 - cuBLAS refused this algorithm here
             raise CandidateError(f"{self.name}: {type(e).__name__}: {e}") from None
 

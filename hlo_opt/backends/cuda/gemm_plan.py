@@ -76,6 +76,15 @@ class GemmPlan:
         """HLO operand indices of cuBLAS's A and B."""
         return (1, 0) if self.swapped else (0, 1)
 
+    def pointers(self, operand, out: int, aux: int | None = None) -> tuple:
+        """``CublasLt.run``'s (a, b, c, d, bias, aux) device pointers: ``operand(i)`` is
+        HLO operand ``i``'s address, ``out`` the value's, ``aux`` the aux output's."""
+        ia, ib = self.operands
+        return (operand(ia), operand(ib),
+                operand(self.c_operand) if self.c_operand is not None else out, out,
+                operand(self.bias_operand) if self.bias_operand is not None else None,
+                aux if self.aux else None)
+
 
 def has_gemms(module) -> bool:
     """Whether ``module`` has a dot or a cuBLAS gemm call (something cuBLASLt may run)."""

@@ -106,12 +106,9 @@ def run_library_call(dev, runner, thunk, frame) -> None:
     addr = lambda i: runner.addr(st.input_slices[i], frame)  # noqa: E731
     out = runner.addr(st.output_slices[0], frame)
     if isinstance(plan, GemmPlan):
-        ia, ib = plan.operands
         try:
-            lib.run(plan, addr(ia), addr(ib), addr(plan.c_operand) if plan.c_operand
-                    is not None else out, out, addr(plan.bias_operand)
-                    if plan.bias_operand is not None else None,
-                    runner.addr(st.output_slices[1], frame) if plan.aux else None)
+            lib.run(plan, *plan.pointers(addr, out, runner.addr(st.output_slices[1], frame)
+                                         if plan.aux else None))
         except Exception as e:  # noqa: BLE001 - cuBLASLt refused: the kernel or the host
             if getattr(runner, "_capturing", False):
                 raise
