@@ -159,6 +159,7 @@ class CudnnConv:
         cudnn.set_stream(self.handle, int(dev.stream))
         self.graphs: dict = {}
         self.workspace = (0, 0)        # (address, bytes)
+        self._outgrown: list = []      # smaller workspaces before it (doubling: <= its size)
 
     @staticmethod
     def _key(plan):
@@ -262,8 +263,8 @@ class CudnnConv:
         addr, have = self.workspace
         if nbytes <= have:
             return addr
-        if addr:
-            self.dev.free(addr)
+        if addr:  # kept, not freed: a call still queued or a captured graph may use it
+            self._outgrown.append(addr)
         size = max(nbytes, 2 * have, 1 << 20)
         self.workspace = (self.dev.alloc(size), size)
         return self.workspace[0]

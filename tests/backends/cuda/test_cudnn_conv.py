@@ -527,3 +527,27 @@ def test_a_loop_body_with_a_convolution_is_captured_after_a_plain_run(monkeypatc
         assert dev.captures == (0 if n == 0 else 1)
     assert not [k for _, k in launched if k.startswith("conv_")]
     assert dev._libs["cudnn"].runs == 9 and dev.replays == 6
+
+
+def test_an_outgrown_workspace_stays_allocated():
+    """A bigger workspace does not free the smaller one: a call still queued on the stream
+    or a CUDA graph captured before may use it."""
+    from hlo_opt.backends.cuda.cudnn_conv import CudnnConv
+
+    class Dev:
+        def __init__(self):
+            self.next = 0x1000
+
+        def alloc(self, n):
+            self.next += n
+            return self.next
+
+        def free(self, addr):
+            raise AssertionError(f"freed {addr:#x}")
+
+    conv = CudnnConv.__new__(CudnnConv)
+    conv.dev, conv.workspace, conv._outgrown = Dev(), (0, 0), []
+    small = conv._workspace(100)
+    assert conv._workspace(50) == small
+    big = conv._workspace(10 << 20)
+    assert big != small and conv._outgrown == [small] and conv.workspace[1] >= 10 << 20
