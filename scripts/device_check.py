@@ -329,7 +329,7 @@ def gemm(sizes):
     import numpy as np
     import ml_dtypes
     from hlo_opt.backends.cuda.compiler import compile_cuda
-    from hlo_opt.backends.cuda.driver import probe
+    from hlo_opt.backends.cuda.driver import EventTimer, probe
     from hlo_opt.backends.cuda.gemm_kernel import gemm_launch, gemm_source
     from hlo_opt.backends.cuda.program import prelude
     dev = probe()
@@ -358,12 +358,13 @@ def gemm(sizes):
 
         def run():
             dev.launch_function(fn, grid, block, [da, db, dc, m, n, k], types=types)
-        t_ours = _event_time(dev, run, 10)
+        t_ours = EventTimer.mean(dev, run, 10)
         flops = 2.0 * m * n * k
         line = f"  bf16 gemm {m}x{n}x{k}: NVRTC mma.sync {flops / t_ours / 1e12:7.1f} TFLOP/s"
         if lt is not None:
             try:
-                t_lt = _event_time(dev, lambda: lt.gemm_tn(da, db, dc2, m, n, k, "bf16", "f32"), 10)
+                t_lt = EventTimer.mean(
+                    dev, lambda: lt.gemm_tn(da, db, dc2, m, n, k, "bf16", "f32"), 10)
                 c1 = np.frombuffer(dev.download(dc, m * n * 4), np.float32)
                 c2 = np.frombuffer(dev.download(dc2, m * n * 4), np.float32)
                 err = float(np.max(np.abs(c1 - c2)) / (np.max(np.abs(c2)) + 1e-30))
@@ -400,18 +401,6 @@ def _torch_gemm(n):
         return f"; torch.matmul (cuBLAS) {2.0 * n ** 3 / dt / 1e12:7.1f} TFLOP/s"
     except Exception as e:  # noqa: BLE001
         return f"; torch unavailable ({type(e).__name__})"
-
-
-def _event_time(dev, fn, iters):
-    from hlo_opt.backends.cuda.driver import EventTimer
-    for _ in range(2):
-        fn()
-    dev.sync()
-    tm = EventTimer(dev)
-    tm.start()
-    for _ in range(iters):
-        fn()
-    return tm.stop() / iters
 
 
 # ---- 5b. whole programs (the XLA comparison's JAX programs: gemms, loops, RNG, sort) ------------

@@ -133,13 +133,7 @@ def _kernel(dev, inst, ins, info):
 
 def _time_ms(dev, run) -> float:
     from hlo_opt.backends.cuda.driver import EventTimer
-    run()
-    dev.sync()
-    t = EventTimer(dev)
-    t.start()
-    for _ in range(ITERS):
-        run()
-    return t.stop() * 1e3 / ITERS
+    return EventTimer.mean(dev, run, ITERS, warmup=1) * 1e3
 
 
 def _case(say, dev, conv, name, inst, info) -> bool:

@@ -207,3 +207,16 @@ class EventTimer:
     def stop(self) -> float:
         self.dev.record(self.b)
         return self.dev.elapsed_ms(self.a, self.b) / 1e3
+
+    @classmethod
+    def mean(cls, dev: Device, fn, iters: int, warmup: int = 2) -> float:
+        """Seconds per call of ``fn`` (which queues device work) over ``iters`` calls
+        after ``warmup`` ones, between two events."""
+        for _ in range(warmup):
+            fn()
+        dev.sync()
+        timer = cls(dev)
+        timer.start()
+        for _ in range(iters):
+            fn()
+        return timer.stop() / iters

@@ -174,3 +174,31 @@ def test_vector_width_is_a_launch_parameter(width):
     exe = compile_module(mm, "cuda-sim", config=LaunchConfig(unroll=width))
     assert [k.extra.get("vector_width") for k in exe.program.kernels] == [width]
     assert check_executable(m, exe).status == "pass"
+
+
+def test_event_timer_mean_is_per_call_after_the_warmup():
+    from hlo_opt.backends.cuda.driver import EventTimer
+
+    class Dev:   # one "millisecond" of device time per queued call
+        def __init__(self):
+            self.clock, self.calls, self.synced = 0.0, 0, False
+
+        def event(self):
+            return {}
+
+        def record(self, ev):
+            ev["t"] = self.clock
+
+        def elapsed_ms(self, a, b):
+            return b["t"] - a["t"]
+
+        def sync(self):
+            self.synced = True
+
+    dev = Dev()
+
+    def call():
+        dev.calls += 1
+        dev.clock += 1.0
+    assert EventTimer.mean(dev, call, 4, warmup=3) == 1e-3
+    assert dev.calls == 7 and dev.synced
