@@ -62,7 +62,7 @@ from ...codegen.gemm_fusion import TileConfig
 from ...errors import UnsupportedError
 from ...ir.types import numpy_dtype
 from ..interpreter.ops_convolution import conv_params, dim_labels
-from ..interpreter.ops_custom_call import (_ACTIVATIONS, _ROLES, _cudnn_config, _role_dims,
+from ..interpreter.ops_custom_call import (CUDNN_ACTIVATIONS, CUDNN_ROLES, cudnn_config, role_dims,
                                           backend_config)
 from .conv_igemm import emit_igemm_conv
 from .emitters import KernelSource, c_name
@@ -73,7 +73,7 @@ FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 # H100 SM; conv_block's 3x3x32x32 f32 filter is 36 KiB)
 SMEM_FILTER_BYTES = 40 << 10
 
-# the interpreter's activations (ops_custom_call._ACTIVATIONS) in C, on a value ``r``
+# the interpreter's activations (ops_custom_call.CUDNN_ACTIVATIONS) in C, on a value ``r``
 ACTIVATION_CODE = {
     "kNone": lambda r, t, cfg: r,
     "kRelu": lambda r, t, cfg: f"({r} < 0 ? {literal(0, t)} : {r})",
@@ -84,7 +84,7 @@ ACTIVATION_CODE = {
                                      f"{literal(float(cfg.get('leakyrelu_alpha', 0)), t)} * "
                                      f"{r})"),
 }
-assert set(ACTIVATION_CODE) == set(_ACTIVATIONS), "activations as the interpreter's"
+assert set(ACTIVATION_CODE) == set(CUDNN_ACTIVATIONS), "activations as the interpreter's"
 
 MODES = {"output": "forward", "input": "backward_input", "kernel": "backward_filter"}
 
@@ -126,7 +126,7 @@ def algorithm_of(inst) -> ConvAlgorithm:
     a call without one, a cuDNN frontend engine, or an id this kernel does not know)."""
     if inst.opcode == "convolution":
         return DEFAULT_ALGORITHM
-    algo = _cudnn_config(inst, required=False).get("algorithm", {})
+    algo = cudnn_config(inst, required=False).get("algorithm", {})
     if isinstance(algo, dict) and str(algo.get("is_cudnn_frontend", "")).lower() == "true":
         return DEFAULT_ALGORITHM   # a cuDNN engine: the kernel (its fallback) runs as is
     try:
@@ -148,12 +148,12 @@ def with_algorithm(inst, algo_id: int) -> None:
 
 def is_convolution(inst) -> bool:
     return inst.opcode == "convolution" or (
-        inst.opcode == "custom-call" and inst.custom_call_target in _ROLES)
+        inst.opcode == "custom-call" and inst.custom_call_target in CUDNN_ROLES)
 
 
 def _canonical(shape, labels, role):
     """(sizes, physical strides) of an array of ``role`` in canonical dim order."""
-    a, c, spatial = _role_dims(labels, role)
+    a, c, spatial = role_dims(labels, role)
     order = [a, c] + list(spatial)
     if len(order) != shape.rank:
         raise UnsupportedError(f"cuda conv: {role} of rank {shape.rank} with "
@@ -210,7 +210,7 @@ def conv_call(step) -> ConvCall | None:
         return None
     plain = inst.opcode == "convolution"
     target = "convolution" if plain else inst.custom_call_target
-    roles = ("input", "kernel", "output") if plain else _ROLES[target]
+    roles = ("input", "kernel", "output") if plain else CUDNN_ROLES[target]
     ops = [v.shape for v in step.inputs]
     res = step.outputs[0].shape
     for s in ops + [res]:
@@ -225,7 +225,7 @@ def conv_call(step) -> ConvCall | None:
     bias_act = target == "__cudnn$convBiasActivationForward"
     if not (2 <= len(ops) <= 4 if bias_act else len(ops) == 2):
         raise UnsupportedError(f"cuda conv: {target} with {len(ops)} operands")
-    if not plain and _cudnn_config(inst, required=False).get("reordered_int8_nchw_vect"):
+    if not plain and cudnn_config(inst, required=False).get("reordered_int8_nchw_vect"):
         raise UnsupportedError("cuda conv: reordered int8x32 filter")
     alg = algorithm_of(inst)
     et = res.element_type
@@ -250,7 +250,7 @@ def epilogue(cc: ConvCall, o_idx: str | None, names: list, emit) -> str:
     if not cc.bias_act:
         return "acc"
     ops, acc, labels = cc.ops, cc.acc, cc.labels
-    cfg = _cudnn_config(cc.inst)
+    cfg = cudnn_config(cc.inst)
     scale = float(cfg.get("conv_result_scale", 1))
     if scale != 1:
         emit(f"acc = acc * {literal(scale, acc)};")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ...errors import UnsupportedError
 from ..interpreter.ops_convolution import conv_params, dim_labels
-from ..interpreter.ops_custom_call import _ACTIVATIONS, _ROLES, _cudnn_config
+from ..interpreter.ops_custom_call import CUDNN_ACTIVATIONS, CUDNN_ROLES, cudnn_config
 from .conv import _BY_ID, FLOAT_TYPES, _canonical, is_convolution
 
 KINDS = {"output": "fprop", "input": "dgrad", "kernel": "wgrad"}
@@ -103,7 +103,7 @@ def kernel_selected(inst) -> bool:
     autotuner chose the kernel over cuDNN's engines)."""
     if inst.opcode != "custom-call":
         return False
-    algo = _cudnn_config(inst, required=False).get("algorithm")
+    algo = cudnn_config(inst, required=False).get("algorithm")
     if not isinstance(algo, dict) or not algo or _frontend(algo):
         return False
     try:
@@ -121,7 +121,7 @@ def selected_engine(inst) -> tuple | None:
     """(engine id, sorted knobs) of a cuDNN frontend engine the backend config selects."""
     if inst.opcode != "custom-call":
         return None
-    algo = _cudnn_config(inst, required=False).get("algorithm")
+    algo = cudnn_config(inst, required=False).get("algorithm")
     if not isinstance(algo, dict) or not _frontend(algo):
         return None
     try:
@@ -177,7 +177,7 @@ def strided_plan(inst) -> ConvPlan | None:
 def _plan(inst) -> ConvPlan | None:
     plain = inst.opcode == "convolution"
     target = "convolution" if plain else inst.custom_call_target
-    roles = ("input", "kernel", "output") if plain else _ROLES[target]
+    roles = ("input", "kernel", "output") if plain else CUDNN_ROLES[target]
     ops = [o.shape for o in inst.operands]
     res = inst.shape.tuple_shapes[0] if inst.shape.is_tuple() else inst.shape
     if any(not s.is_array() for s in ops + [res]):
@@ -194,7 +194,7 @@ def _plan(inst) -> ConvPlan | None:
     params = conv_params(inst, len(labels.input_spatial))
     if params.batch_group_count != 1 or params.feature_group_count < 1:
         return None
-    if not plain and _cudnn_config(inst, required=False).get("reordered_int8_nchw_vect"):
+    if not plain and cudnn_config(inst, required=False).get("reordered_int8_nchw_vect"):
         return None
     win = params.window
     if any(w.base_dilation != 1 or w.padding_low < 0 or w.padding_high < 0
@@ -230,9 +230,9 @@ def _plan(inst) -> ConvPlan | None:
                 compute="f64" if dtype == "f64" else "f32",
                 engine=None if plain else selected_engine(inst))
     if fused:
-        cfg = _cudnn_config(inst)
+        cfg = cudnn_config(inst)
         mode = cfg.get("activation_mode", "kNone")
-        if mode not in _ACTIVATIONS:
+        if mode not in CUDNN_ACTIVATIONS:
             return None
         plan.update(fused=True, scale=float(cfg.get("conv_result_scale", 1)),
                     activation=mode, leaky_alpha=float(cfg.get("leakyrelu_alpha", 0)))

@@ -84,7 +84,7 @@ def _value_shape(inst):
 # canonical arrays: input/output (N, C, spatial...), kernel (O, I, spatial...).  A
 # dimension the dim labels do not name is cuDNN's NCHW_VECT_C vector: it is the minor
 # part of the features (of the kernel's input features), C = C_outer * k.
-_ROLES = {
+CUDNN_ROLES = {
     "__cudnn$convForward": ("input", "kernel", "output"),
     "__cudnn$convBiasActivationForward": ("input", "kernel", "output"),
     "__cudnn$convBackwardInput": ("output", "kernel", "input"),
@@ -92,7 +92,7 @@ _ROLES = {
 }
 
 
-def _role_dims(labels, role):
+def role_dims(labels, role):
     """(major dim, feature dim the vector dim belongs to, spatial dims) of a role."""
     if role == "input":
         return labels.input_batch, labels.input_feature, labels.input_spatial
@@ -104,7 +104,7 @@ def _role_dims(labels, role):
 def _canonical_order(labels, role, ndim):
     """The dims of a role's array in canonical order, the vector dim (if any) right after
     the feature dim."""
-    a, c, spatial = _role_dims(labels, role)
+    a, c, spatial = role_dims(labels, role)
     named = {a, c, *spatial}
     vect = [d for d in range(ndim) if d not in named][:1]
     return [a, c] + vect + list(spatial), bool(vect)
@@ -148,7 +148,7 @@ def _unreordered_bias(arr):
     return arr.reshape(n // 32, 2, 4, 4).transpose(0, 2, 1, 3).reshape(n)
 
 
-def _cudnn_config(inst, required: bool = True) -> dict:
+def cudnn_config(inst, required: bool = True) -> dict:
     """``cudnn_conv_backend_config``; where only the reordering flag is wanted
     (``required=False``), a backend config that is not JSON counts as empty."""
     try:
@@ -162,7 +162,7 @@ def _cudnn_config(inst, required: bool = True) -> dict:
 def _operand(inst, arr, labels, role, acc):
     arr = arr.astype(acc)
     if role == "kernel" and arr.ndim == 5 and \
-            _cudnn_config(inst, required=False).get("reordered_int8_nchw_vect", False):
+            cudnn_config(inst, required=False).get("reordered_int8_nchw_vect", False):
         return _unreordered_filter(arr)
     return _to_canonical(arr, labels, role)
 
@@ -181,7 +181,7 @@ def _cudnn_conv(inst, args, operands: int):
     """The call's value on canonical arrays: (value, accumulation dtype, labels)."""
     if len(args) < 2 or (operands and len(args) != operands):
         raise unsupported(inst, f"{inst.custom_call_target} with {len(args)} operands")
-    roles = _ROLES[inst.custom_call_target]
+    roles = CUDNN_ROLES[inst.custom_call_target]
     out_shape = _value_shape(inst)
     acc = compute_dtype(out_shape.dtype)
     labels = dim_labels(inst, args[0].ndim)
@@ -196,7 +196,7 @@ def _cudnn_conv(inst, args, operands: int):
 
 def _result(inst, value, labels):
     out_shape = _value_shape(inst)
-    role = _ROLES[inst.custom_call_target][2]
+    role = CUDNN_ROLES[inst.custom_call_target][2]
     value = _from_canonical(value, labels, role, out_shape.dims)
     return _array_and_scratch(inst, cast_float_result(value, out_shape.dtype))
 
@@ -207,7 +207,7 @@ def cudnn_conv(inst, args, ctx):
     return _result(inst, value, labels)
 
 
-_ACTIVATIONS = {
+CUDNN_ACTIVATIONS = {
     "kNone": lambda out, cfg: out,
     "kRelu": lambda out, cfg: np.maximum(out, 0),
     "kRelu6": lambda out, cfg: np.clip(out, 0, 6),
@@ -222,7 +222,7 @@ def cudnn_conv_bias_activation(inst, args, ctx):
     """activation(conv * conv_result_scale + side_input_scale * side + bias), bias along
     the output features (what cudnn-fused-convolution-rewriter emits)."""
     out, acc, labels = _cudnn_conv(inst, args, 0)
-    cfg = _cudnn_config(inst)
+    cfg = cudnn_config(inst)
     out = out * float(cfg.get("conv_result_scale", 1))
     if len(args) > 3:
         side = _to_canonical(args[3].astype(acc), labels, "output")
@@ -233,9 +233,9 @@ def cudnn_conv_bias_activation(inst, args, ctx):
             bias = _unreordered_bias(bias)
         out = out + bias.reshape((1, -1) + (1,) * (out.ndim - 2))
     mode = cfg.get("activation_mode", "kNone")
-    if mode not in _ACTIVATIONS:
+    if mode not in CUDNN_ACTIVATIONS:
         raise unsupported(inst, f"convBiasActivationForward activation_mode {mode}")
-    return _result(inst, np.asarray(_ACTIVATIONS[mode](out, cfg)).astype(acc), labels)
+    return _result(inst, np.asarray(CUDNN_ACTIVATIONS[mode](out, cfg)).astype(acc), labels)
 
 
 # ---- TopK (XLA:CPU's custom call for jax.lax.top_k) -------------------------------------
