@@ -99,16 +99,7 @@ class HostCalls:
             raise HloError(f"the CPU backend cannot run %{inst.name} ({inst.opcode}) in "
                            f"computation %{inst.parent.name}: no lowering and no host "
                            "handler")
-        from ..interpreter.evaluator import _Frame, finish_error
-        ev = self.evaluator
-        ev._depth += 1
-        try:
-            with np.errstate(all="ignore"):
-                result = h(inst, args, ev)
-        except _Frame as f:
-            raise finish_error(f) from None
-        finally:
-            ev._depth -= 1
+        result = self.evaluator.run_handler(h, inst, args)
         outs = value_leaves(result)
         if check:
             for j, (v, val) in enumerate(zip(st.outputs, outs)):

@@ -235,12 +235,7 @@ class Runner:
             raise HloError(f"{self.dev.name}: no way to run %{inst.name} ({inst.opcode})")
         if self._host_eval is None:
             self._host_eval = Evaluator()
-        ev = self._host_eval
-        ev._depth += 1  # handlers may call computations (ctx.call)
-        try:
-            result = h(inst, operands, ev)
-        finally:
-            ev._depth -= 1
+        result = self._host_eval.run_handler(h, inst, operands)
         outs = _flatten(result) if inst.shape.is_tuple() else [result]
         for v, sl, r in zip(st.outputs, st.output_slices, outs):
             if not v.shape.is_array():

@@ -148,6 +148,12 @@ class Evaluator:
             return self._plan(comp)
         return self._outermost(lambda c, _: self._plan(c), comp, None)
 
+    def run_handler(self, handler, inst: Instruction, operands):
+        """``handler(inst, operands, self)`` as the outermost call (a backend running one
+        instruction on the host): computations it calls raise their errors as one
+        HloError with the chain of calling instructions."""
+        return self._outermost(lambda _c, _a: handler(inst, operands, self), None, None)
+
     def is_pure(self, comp: Computation) -> bool:
         """No side effects and no randomness anywhere under ``comp``."""
         r = self._pure.get(comp)

@@ -202,3 +202,34 @@ def test_event_timer_mean_is_per_call_after_the_warmup():
         dev.clock += 1.0
     assert EventTimer.mean(dev, call, 4, warmup=3) == 1e-3
     assert dev.calls == 7 and dev.synced
+
+
+HOST_CALL_FAILS = """HloModule host_call_fails
+f {
+  p = f32[8,4]{1,0} parameter(0)
+  ROOT g = f32[16,4]{1,0} all-gather(p), replica_groups={{0,1}}, dimensions={0}
+}
+
+ENTRY entry {
+  p0 = f32[8,4]{1,0} parameter(0)
+  ROOT fusion = f32[16,4]{1,0} fusion(p0), kind=kCustom, calls=f
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["cuda-sim", "cpu"])
+def test_a_failing_host_call_is_one_clear_error(tmp_path, backend):
+    """An instruction run on the host whose called computation fails (here: a collective
+    over two replicas in a one-replica run) ends in the interpreter's message and exit 1,
+    not in a traceback of its internal control-flow exception."""
+    if backend == "cuda-sim":
+        require_gxx()
+    path = tmp_path / "m.hlo"
+    path.write_text(HOST_CALL_FAILS)
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", "from hlo_opt.cli import run; run()", "run",
+                        str(path), "--backend", backend], capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "all-gather over replica groups of 2 devices needs 2 replicas" in r.stderr
