@@ -24,8 +24,7 @@ from __future__ import annotations
 from ...autotune.candidates import device_cache_key
 from ...autotune.kinds import default_kind_of
 from ...autotune.redzone import DeviceMemory
-from .launch_tuning import (DEVICE_VECTOR_WIDTHS, LaunchCandidate, constants_in,
-                            kernel_variants, merged_kernels)
+from .launch_tuning import LaunchCandidate, constants_in, kernel_variants, merged_kernels
 
 MAX_CUDNN_ENGINES = 4   # each engine a build (runtime-compiled ones take ~1 s)
 
@@ -50,8 +49,7 @@ class CudaProvider:
 
     def _kernel_variants(self, inst):
         if inst not in self._variants:
-            self._variants[inst] = kernel_variants(inst, self.device_info,
-                                                   DEVICE_VECTOR_WIDTHS)
+            self._variants[inst] = kernel_variants(inst, self.device_info)
         return self._variants[inst]
 
     def kind_of(self, inst) -> str | None:

@@ -29,10 +29,6 @@ from .launch_config import config_name
 LOOP_BLOCKS = (128, 256, 512)
 ROW_THREADS = (32, 256)
 VECTOR_WIDTHS = (1, 2)       # the default is 4
-# unroll=2 loop kernels read one element past an input today (found by tuning under
-# cuda-sim's bounds checks, which disqualify them); a device run cannot see such reads,
-# so the CUDA provider leaves width 2 out until the emitter is fixed
-DEVICE_VECTOR_WIDTHS = (1,)
 TUNABLE = ("launch", "copy")
 
 
@@ -92,7 +88,7 @@ def _signature(program) -> tuple:
     return tuple((k.code, tuple(k.grid), tuple(k.block)) for k in program.kernels)
 
 
-def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
+def variants(fusion, device) -> list[Variant]:
     """One :class:`Variant` per distinct kernel set; [] when the fusion is not a pure
     kernel (a host or library call would run instead)."""
     from .program import build_program
@@ -110,7 +106,7 @@ def variants(fusion, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
     if kinds & {"loop", "in_place_dynamic_update_slice", "transpose"}:
         configs += [replace(default, block=b) for b in LOOP_BLOCKS]
     if "loop" in kinds and hasattr(default, "unroll"):        # vector width
-        configs += [replace(default, unroll=u) for u in vector_widths]
+        configs += [replace(default, unroll=u) for u in VECTOR_WIDTHS]
     if kinds & {"row_reduction", "row_normalization"}:
         configs += [replace(default, row_threads=t) for t in ROW_THREADS]
     if hasattr(default, "tile_transposes") and kinds & {"loop", "transpose"}:
@@ -196,12 +192,12 @@ def _distinct_variants(module, device, settings, apply, variant) -> list[Variant
     return out
 
 
-def kernel_variants(inst, device, vector_widths=VECTOR_WIDTHS) -> list[Variant]:
+def kernel_variants(inst, device) -> list[Variant]:
     """What the ``cuda`` and ``cuda-sim`` providers tune with generated kernels: a
     fusion's launch configurations, a cuDNN convolution call's algorithms, a cuBLAS gemm
     call's tile configurations ([] else)."""
     if inst.opcode == "fusion":
-        return variants(inst, device, vector_widths)
+        return variants(inst, device)
     return conv_variants(inst, device) or gemm_call_variants(inst, device)
 
 
