@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hlo_opt.ir.types import numpy_dtype
+from hlo_opt.ir.types import BIT_WIDTH, numpy_dtype
 
 from .redzone import Buffer, Memory, RedzoneAllocator
 
@@ -39,6 +39,25 @@ def _table(element_type: str) -> np.ndarray:
                 t = t.astype(dtype)
         _tables[element_type] = t
     return t
+
+
+_COMPONENT = {"c64": "f32", "c128": "f64"}
+
+
+def ring_head(element_type: str, count: int, rng_state: list[int]) -> np.ndarray | None:
+    """XLA's ``InitializeBuffer`` of a buffer of ``count`` elements, as the bytes of its
+    first ring (at most 10069 values from ``rng_state[0]`` on) that repeat over the
+    buffer's memory (complex numbers: real and imaginary parts are values of the ring of
+    their component type, as in XLA); None for types of no whole byte."""
+    t = _COMPONENT.get(element_type)
+    if t is not None:
+        count *= 2
+    table = _table(t or element_type)
+    if table.dtype.itemsize * 8 != BIT_WIDTH[t or element_type]:
+        return None
+    start = rng_state[0]
+    rng_state[0] = (start + count) % _RING
+    return np.roll(table, -start)[:min(count, _RING)].view(np.uint8)
 
 
 def random_fill(shape, rng_state: list[int]) -> np.ndarray:
@@ -79,7 +98,7 @@ class RedzoneBuffers:
     inputs: list[Buffer] = field(default_factory=list)
     outputs: list[Buffer] = field(default_factory=list)
     compared: list[int] | None = None   # outputs checked against the reference (None: all)
-    _reinit: list | None = field(default=None, repr=False)  # reinit_outputs' contents
+    _reference: dict = field(default_factory=dict, repr=False)  # output -> allocation
 
     @classmethod
     def for_shapes(cls, memory: Memory, input_shapes, output_shapes, config,
@@ -91,7 +110,7 @@ class RedzoneBuffers:
             for s in shapes:
                 buf = allocator.allocate_bytes(s.byte_size())
                 if config.should_init_buffers and s.byte_size():
-                    buf.write(to_physical(s, random_fill(s, rng_state)))
+                    _fill_random(buf, s, rng_state)
                 elif s.byte_size():
                     buf.write(np.zeros(s.byte_size(), np.uint8))
                 out.append(buf)
@@ -110,18 +129,50 @@ class RedzoneBuffers:
         return list(range(len(self.outputs))) if self.compared is None else self.compared
 
     def reinit_outputs(self) -> None:
-        """Level 3: the outputs get the same random contents before every candidate
-        (made once, written again for each)."""
-        if self._reinit is None:
-            rng_state = [0]
-            self._reinit = [to_physical(s, random_fill(s, rng_state)) if s.byte_size() else None
-                            for s in self.output_shapes]
-        for data, buf in zip(self._reinit, self.outputs):
-            if data is not None:
-                buf.write(data)
+        """Level 3: the outputs get the same random contents before every candidate."""
+        rng_state = [0]
+        for s, buf in zip(self.output_shapes, self.outputs):
+            if s.byte_size():
+                _fill_random(buf, s, rng_state)
+
+    def keep_reference(self) -> None:
+        """The compared outputs as they are now become the reference (copied in memory
+        of their own, where the candidates' buffers live)."""
+        for i in self.compared_outputs():
+            buf = self.outputs[i]
+            if buf.nbytes:
+                ref = buf.memory.allocate(buf.nbytes)
+                buf.memory.copy(ref, 0, buf.alloc, buf.offset, buf.nbytes)
+                self._reference[i] = ref
+
+    def release(self) -> None:
+        """Free the buffers, their redzones and the reference copies."""
+        self.allocator.release()
+        for i, ref in self._reference.items():
+            self.outputs[i].memory.free(ref)
+        self._reference.clear()
+
+    def mismatches(self, i: int, rtol: float) -> int:
+        """Elements of output ``i`` beyond ``rtol`` of the reference (XLA's
+        BufferComparator, on the device where the memory has its kernels)."""
+        buf = self.outputs[i]
+        if i not in self._reference:
+            return 0
+        return buf.memory.mismatches(self.output_shapes[i].element_type, buf.alloc,
+                                     buf.offset, self._reference[i], 0, buf.nbytes, rtol)
 
     def read_output(self, i: int) -> np.ndarray:
         return from_physical(self.output_shapes[i], self.outputs[i].read())
 
     def read_input(self, i: int) -> np.ndarray:
         return from_physical(self.input_shapes[i], self.inputs[i].read())
+
+
+def _fill_random(buf: Buffer, shape, rng_state: list[int]) -> None:
+    """The buffer's memory from XLA's ring, in memory order (as XLA fills it, whatever
+    the layout); types of no whole byte through the host."""
+    head = ring_head(shape.element_type, shape.num_elements(), rng_state)
+    if head is None:
+        buf.write(to_physical(shape, random_fill(shape, rng_state)))
+    else:
+        buf.memory.repeat(buf.alloc, buf.offset, head, buf.nbytes)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hlo_opt.ir.types import numpy_dtype
+
 
 def mismatches(shape, current: np.ndarray, expected: np.ndarray, rtol: float) -> int:
     """How many elements differ beyond ``rtol`` (0: the buffers compare equal)."""
@@ -31,3 +33,13 @@ def mismatches(shape, current: np.ndarray, expected: np.ndarray, rtol: float) ->
         rel = np.abs(a - b) / (np.maximum(np.abs(a), np.abs(b)) + 1)
         ok = (rel < rtol) | both_nan | same_inf
     return int(ok.size - np.count_nonzero(ok))
+
+
+def mismatches_in_bytes(element_type: str, current: np.ndarray, expected: np.ndarray,
+                        rtol: float) -> int:
+    """:func:`mismatches` of two buffers' bytes (``uint8`` arrays) of ``element_type``:
+    elementwise, so the layout does not matter."""
+    from hlo_opt.ir.shape import Shape
+    dtype = numpy_dtype(element_type)
+    return mismatches(Shape.array(element_type, (current.size // dtype.itemsize,)),
+                      current.view(dtype), expected.view(dtype), rtol)

@@ -35,6 +35,26 @@ class Memory(Protocol):
     def fill(self, alloc, offset: int, nbytes: int, byte: int) -> None: ...
     def read(self, alloc, offset: int, nbytes: int) -> np.ndarray: ...   # uint8 copy
     def write(self, alloc, offset: int, data: np.ndarray) -> None: ...
+    # bytes [0, nbytes) := ``head`` (uint8) repeated
+    def repeat(self, alloc, offset: int, head: np.ndarray, nbytes: int) -> None: ...
+    def count_differing(self, alloc, offset: int, nbytes: int, byte: int) -> int: ...
+    def copy(self, dst, dst_offset: int, src, src_offset: int, nbytes: int) -> None: ...
+    # elements beyond ``rtol`` between two buffers of ``element_type`` (compare.py's rule)
+    def mismatches(self, element_type: str, a, a_offset: int, b, b_offset: int,
+                   nbytes: int, rtol: float) -> int: ...
+    def free(self, alloc) -> None: ...
+
+
+def repeat_in_place(out: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """``out`` (uint8) := ``head`` repeated, by doubling copies of what is filled."""
+    h = min(head.size, out.size)
+    out[:h] = head[:h]
+    filled = h
+    while 0 < filled < out.size:
+        k = min(filled, out.size - filled)
+        out[filled:filled + k] = out[:k]
+        filled += k
+    return out
 
 
 class HostMemory:
@@ -60,6 +80,23 @@ class HostMemory:
 
     def view(self, alloc, offset, nbytes) -> np.ndarray:
         return alloc[offset:offset + nbytes]
+
+    def repeat(self, alloc, offset, head, nbytes):
+        repeat_in_place(self.view(alloc, offset, nbytes), head)
+
+    def free(self, alloc):
+        pass   # the array goes with its last reference
+
+    def count_differing(self, alloc, offset, nbytes, byte):
+        return int(np.count_nonzero(self.view(alloc, offset, nbytes) != byte))
+
+    def copy(self, dst, dst_offset, src, src_offset, nbytes):
+        self.view(dst, dst_offset, nbytes)[:] = self.view(src, src_offset, nbytes)
+
+    def mismatches(self, element_type, a, a_offset, b, b_offset, nbytes, rtol):
+        from .compare import mismatches_in_bytes
+        return mismatches_in_bytes(element_type, self.view(a, a_offset, nbytes),
+                                   self.view(b, b_offset, nbytes), rtol)
 
 
 @dataclass
@@ -133,7 +170,7 @@ class RedzoneAllocator:
         return Buffer(self.memory, alloc, rz, nbytes)
 
     def _check_zone(self, alloc, start: int, size: int, name: str, user_addr: int):
-        if size == 0:
+        if size == 0 or not self.memory.count_differing(alloc, start, size, self.pattern):
             return RedzoneCheckStatus()
         data = self.memory.read(alloc, start, size)
         bad = np.flatnonzero(data != self.pattern)
@@ -146,6 +183,12 @@ class RedzoneAllocator:
             actual = int.from_bytes(bytes(data[word:word + 8]), "little")
             return RedzoneCheckStatus(name, user_addr, word, pattern64, actual)
         return RedzoneCheckStatus(name, user_addr, first, self.pattern, int(data[first]))
+
+    def release(self) -> None:
+        """Free every allocation (the candidates that used them have finished)."""
+        for alloc, _ in self._allocations:
+            self.memory.free(alloc)
+        self._allocations.clear()
 
     def check_redzones(self) -> RedzoneCheckStatus:
         """The first modified guard byte over all allocations.  Every modified guard is
@@ -168,11 +211,16 @@ class RedzoneAllocator:
 
 class DeviceMemory:
     """:class:`Memory` over a backend device that speaks addresses (``alloc(nbytes) ->
-    addr``, ``upload(addr, bytes)``, ``download(addr, nbytes) -> bytes``): the CUDA driver
-    and cuda-sim's host device both do."""
+    addr``, ``upload(addr, bytes)``, ``download(addr, nbytes) -> bytes``, ``copy(dst, src,
+    nbytes)``, optionally ``memset8(addr, byte, nbytes)``): the CUDA driver and cuda-sim's
+    host device both do.  With ``kernels`` (the backend's
+    :class:`~hlo_opt.backends.cuda.buffer_kernels.BufferKernels`), buffers are filled,
+    their guards checked and outputs compared on the device, as XLA does; without, the
+    bytes go through the host."""
 
-    def __init__(self, device):
+    def __init__(self, device, kernels=None):
         self.device = device
+        self.kernels = kernels
 
     def allocate(self, nbytes: int) -> int:
         return self.device.alloc(nbytes)
@@ -181,7 +229,11 @@ class DeviceMemory:
         return alloc
 
     def fill(self, alloc, offset, nbytes, byte):
-        if nbytes:
+        if not nbytes:
+            return
+        if hasattr(self.device, "memset8"):
+            self.device.memset8(alloc + offset, byte & 0xFF, nbytes)
+        else:
             self.device.upload(alloc + offset, bytes([byte & 0xFF]) * nbytes)
 
     def read(self, alloc, offset, nbytes):
@@ -190,3 +242,34 @@ class DeviceMemory:
     def write(self, alloc, offset, data):
         if data.size:
             self.device.upload(alloc + offset, np.ascontiguousarray(data).tobytes())
+
+    def free(self, alloc):
+        if hasattr(self.device, "free"):
+            self.device.sync()   # no queued candidate work may still use it
+            self.device.free(alloc)
+
+    def repeat(self, alloc, offset, head, nbytes):
+        head = np.ascontiguousarray(head, np.uint8)[:nbytes]
+        if self.kernels is None:
+            self.write(alloc, offset, repeat_in_place(np.empty(nbytes, np.uint8), head))
+            return
+        self.write(alloc, offset, head)
+        self.kernels.repeat(alloc + offset, head.size, nbytes)
+
+    def count_differing(self, alloc, offset, nbytes, byte):
+        if self.kernels is None:
+            return int(np.count_nonzero(self.read(alloc, offset, nbytes) != byte))
+        return self.kernels.count_differing(alloc + offset, nbytes, byte)
+
+    def copy(self, dst, dst_offset, src, src_offset, nbytes):
+        if nbytes:
+            self.device.copy(dst + dst_offset, src + src_offset, nbytes)
+
+    def mismatches(self, element_type, a, a_offset, b, b_offset, nbytes, rtol):
+        if self.kernels is not None:
+            n = self.kernels.mismatches(element_type, a + a_offset, b + b_offset, nbytes, rtol)
+            if n is not None:
+                return n
+        from .compare import mismatches_in_bytes
+        return mismatches_in_bytes(element_type, self.read(a, a_offset, nbytes),
+                                   self.read(b, b_offset, nbytes), rtol)

@@ -148,6 +148,7 @@ class AutotuneSession:
                                      f"%{inst.name} ({inst.custom_call_target or inst.opcode})",
                                      on_candidate)
         finally:
+            buffers.release()
             self.stats.seconds += time.perf_counter() - t0
         record.name = inst.name
         self.records.append(record)

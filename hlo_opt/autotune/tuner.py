@@ -20,7 +20,6 @@ from dataclasses import replace
 
 from .buffers import RedzoneBuffers
 from .candidates import Candidate, CandidateError
-from .compare import mismatches
 from .config import AutotuneConfig, AutotuneError
 from .redzone import RedzoneAllocator
 from .results import AutotuneResult, Failure, FailureKind, TuningRecord
@@ -69,65 +68,76 @@ def tune_candidates(candidates: list[Candidate], buffers: RedzoneBuffers,
     t_start = time.perf_counter()
     if config.max_solutions > 0:
         candidates = candidates[:config.max_solutions]
-    reference = None  # (key, [output arrays])
-    check = config.should_check_correctness
+    reference = None  # (key, name) of the reference candidate
     for cand in candidates:
         if config.should_reinit_output_buffer:
             buffers.reinit_outputs()
         scratch_alloc = RedzoneAllocator(buffers.allocator.memory, config.redzone_size)
-        scratch = scratch_alloc.allocate_bytes(cand.scratch_bytes) if cand.scratch_bytes else None
-        base = AutotuneResult(key=cand.key, scratch_bytes=cand.scratch_bytes)
         try:
-            seconds = measure(lambda: cand.run(buffers.inputs, buffers.outputs, scratch))
-        except CandidateError as e:
-            record.results.append(base.with_failure(
-                FailureKind.DISQUALIFIED, f"Profiling failure on {cand.name}: {e}"))
-            continue
+            reference = _run_one(cand, scratch_alloc, buffers, config, measure, instr,
+                                 on_candidate, record, reference)
         finally:
-            if on_candidate is not None:
-                on_candidate(cand)
-        record.measurements += 1
-        result = replace(base, run_time_s=float(seconds))
-        if not check:
-            record.results.append(result)
-            continue
-        rz = buffers.allocator.check_redzones()
-        if rz.ok:
-            rz = scratch_alloc.check_redzones()
-        if not rz.ok:
-            msg = rz.failure_msg()
-            result = replace(result, failure=Failure(FailureKind.REDZONE_MODIFIED, msg,
-                                                     buffer_address=rz.user_buffer_address))
-            record.results.append(result)
-            if config.crash_on_check_failure:
-                raise AutotuneCheckFailure(
-                    f"Detected out-of-bounds write of {cand.name} ({cand.key}) for {instr}: "
-                    f"{msg} (--xla_gpu_crash_on_verification_failures)")
-            continue
-        compared = buffers.compared_outputs()
-        outputs = [buffers.read_output(i) for i in compared]
-        if reference is None:
-            reference = (cand.key, cand.name, outputs)
-            record.results.append(result)
-            continue
-        bad = [(i, n) for i, out, ref in zip(compared, outputs, reference[2])
-               if (n := mismatches(buffers.output_shapes[i], out, ref, config.rtol))]
-        if bad:
-            i, n = bad[0]
-            kind = (FailureKind.DISQUALIFIED if config.should_skip_wrong_results
-                    else FailureKind.WRONG_RESULT)
-            msg = (f"Results mismatch between {cand.name} and the reference {reference[1]}: "
-                   f"{n} element(s) of output {i} beyond rtol {config.rtol}")
-            result = replace(result, failure=Failure(kind, msg, reference=reference[0],
-                                                     buffer_address=buffers.outputs[i].address))
-            if config.crash_on_check_failure:
-                record.results.append(result)
-                raise AutotuneCheckFailure(f"{msg} for {instr} "
-                                           "(--xla_gpu_crash_on_verification_failures)")
-        record.results.append(result)
+            scratch_alloc.release()   # the candidate's scratch and its redzones
     try:
         record.best = pick_best_result(record.results, instr, config.deterministic)
     except NoUsableCandidate as e:
         record.error = e
     record.seconds = time.perf_counter() - t_start
     return record
+
+
+def _run_one(cand, scratch_alloc, buffers, config, measure, instr, on_candidate, record,
+             reference):
+    """One candidate: measured, checked as the level says, its result appended to
+    ``record``; returns the reference (key, name), set by the first clean candidate."""
+    check = config.should_check_correctness
+    scratch = scratch_alloc.allocate_bytes(cand.scratch_bytes) if cand.scratch_bytes else None
+    base = AutotuneResult(key=cand.key, scratch_bytes=cand.scratch_bytes)
+    try:
+        seconds = measure(lambda: cand.run(buffers.inputs, buffers.outputs, scratch))
+    except CandidateError as e:
+        record.results.append(base.with_failure(
+            FailureKind.DISQUALIFIED, f"Profiling failure on {cand.name}: {e}"))
+        return reference
+    finally:
+        if on_candidate is not None:
+            on_candidate(cand)
+    record.measurements += 1
+    result = replace(base, run_time_s=float(seconds))
+    if not check:
+        record.results.append(result)
+        return reference
+    rz = buffers.allocator.check_redzones()
+    if rz.ok:
+        rz = scratch_alloc.check_redzones()
+    if not rz.ok:
+        msg = rz.failure_msg()
+        result = replace(result, failure=Failure(FailureKind.REDZONE_MODIFIED, msg,
+                                                 buffer_address=rz.user_buffer_address))
+        record.results.append(result)
+        if config.crash_on_check_failure:
+            raise AutotuneCheckFailure(
+                f"Detected out-of-bounds write of {cand.name} ({cand.key}) for {instr}: "
+                f"{msg} (--xla_gpu_crash_on_verification_failures)")
+        return reference
+    if reference is None:
+        buffers.keep_reference()
+        reference = (cand.key, cand.name)
+        record.results.append(result)
+        return reference
+    bad = [(i, n) for i in buffers.compared_outputs()
+           if (n := buffers.mismatches(i, config.rtol))]
+    if bad:
+        i, n = bad[0]
+        kind = (FailureKind.DISQUALIFIED if config.should_skip_wrong_results
+                else FailureKind.WRONG_RESULT)
+        msg = (f"Results mismatch between {cand.name} and the reference {reference[1]}: "
+               f"{n} element(s) of output {i} beyond rtol {config.rtol}")
+        result = replace(result, failure=Failure(kind, msg, reference=reference[0],
+                                                 buffer_address=buffers.outputs[i].address))
+        if config.crash_on_check_failure:
+            record.results.append(result)
+            raise AutotuneCheckFailure(f"{msg} for {instr} "
+                                       "(--xla_gpu_crash_on_verification_failures)")
+    record.results.append(result)
+    return reference

@@ -24,6 +24,7 @@ from __future__ import annotations
 from ...autotune.candidates import device_cache_key
 from ...autotune.kinds import default_kind_of
 from ...autotune.redzone import DeviceMemory
+from .buffer_kernels import cuda_buffer_kernels
 from .launch_tuning import LaunchCandidate, constants_in, kernel_variants, merged_kernels
 
 MAX_CUDNN_ENGINES = 4   # each engine a build (runtime-compiled ones take ~1 s)
@@ -34,7 +35,7 @@ class CudaProvider:
 
     def __init__(self, dev):
         self.dev = dev
-        self.memory = DeviceMemory(dev)
+        self.memory = DeviceMemory(dev, cuda_buffer_kernels(dev))
         self.device_info = dev.device_info()
         self._variants: dict = {}
         self._keep: list = []

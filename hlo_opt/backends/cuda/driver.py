@@ -134,6 +134,10 @@ class Device:
     def memset(self, addr: int, nbytes: int) -> None:
         _ck(self.drv.cuMemsetD8Async(addr, 0, nbytes, self.stream), "cuMemsetD8")
 
+    def memset8(self, addr: int, value: int, nbytes: int) -> None:
+        """``nbytes`` bytes of ``value`` at ``addr``."""
+        _ck(self.drv.cuMemsetD8Async(addr, value & 0xFF, nbytes, self.stream), "cuMemsetD8")
+
     def memset16(self, addr: int, value: int, count: int) -> None:
         """``count`` 16-bit words of ``value`` at ``addr``."""
         _ck(self.drv.cuMemsetD16Async(addr, value, count, self.stream), "cuMemsetD16")
@@ -152,8 +156,8 @@ class Device:
         one per argument) says otherwise."""
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
-        params = (tuple(int(a) for a in addrs),
-                  tuple(types) if types else tuple(ctypes.c_void_p for _ in addrs))
+        params = ((tuple(addrs), tuple(types)) if types else
+                  (tuple(int(a) for a in addrs), tuple(ctypes.c_void_p for _ in addrs)))
         _ck(self.drv.cuLaunchKernel(fn, *g, *b, shmem, self.stream, params, 0),
             "cuLaunchKernel")
 

@@ -38,6 +38,9 @@ class SimDevice:
     def memset(self, addr: int, nbytes: int) -> None:
         ctypes.memset(addr, 0, nbytes)
 
+    def memset8(self, addr: int, value: int, nbytes: int) -> None:
+        ctypes.memset(addr, value & 0xFF, nbytes)
+
     def library_call(self, runner, thunk, frame) -> None:
         """A gemm as its kernel (cuda-sim has no cuBLASLt); on the host without one."""
         if thunk.kernel is None:
