@@ -221,6 +221,18 @@ class DeviceMemory:
     def __init__(self, device, kernels=None):
         self.device = device
         self.kernels = kernels
+        self.kernel_error: Exception | None = None   # why the kernels were given up
+
+    def _on_device(self, op):
+        """``op(kernels)``, or None (the host path) without kernels or once they failed
+        to build or run (the first failure is kept in ``kernel_error``)."""
+        if self.kernels is None:
+            return None
+        try:
+            return op(self.kernels)
+        except Exception as e:  # noqa: BLE001 - a compile/load/launch failure: the host path
+            self.kernel_error, self.kernels = e, None
+            return None
 
     def allocate(self, nbytes: int) -> int:
         return self.device.alloc(nbytes)
@@ -250,26 +262,28 @@ class DeviceMemory:
 
     def repeat(self, alloc, offset, head, nbytes):
         head = np.ascontiguousarray(head, np.uint8)[:nbytes]
-        if self.kernels is None:
-            self.write(alloc, offset, repeat_in_place(np.empty(nbytes, np.uint8), head))
-            return
-        self.write(alloc, offset, head)
-        self.kernels.repeat(alloc + offset, head.size, nbytes)
+        if self.kernels is not None:
+            self.write(alloc, offset, head)
+            if self._on_device(lambda k: k.repeat(alloc + offset, head.size, nbytes)) \
+                    is not None:
+                return
+        self.write(alloc, offset, repeat_in_place(np.empty(nbytes, np.uint8), head))
 
     def count_differing(self, alloc, offset, nbytes, byte):
-        if self.kernels is None:
-            return int(np.count_nonzero(self.read(alloc, offset, nbytes) != byte))
-        return self.kernels.count_differing(alloc + offset, nbytes, byte)
+        n = self._on_device(lambda k: k.count_differing(alloc + offset, nbytes, byte))
+        if n is None:
+            n = int(np.count_nonzero(self.read(alloc, offset, nbytes) != byte))
+        return n
 
     def copy(self, dst, dst_offset, src, src_offset, nbytes):
         if nbytes:
             self.device.copy(dst + dst_offset, src + src_offset, nbytes)
 
     def mismatches(self, element_type, a, a_offset, b, b_offset, nbytes, rtol):
-        if self.kernels is not None:
-            n = self.kernels.mismatches(element_type, a + a_offset, b + b_offset, nbytes, rtol)
-            if n is not None:
-                return n
+        n = self._on_device(lambda k: k.mismatches(element_type, a + a_offset, b + b_offset,
+                                                   nbytes, rtol))
+        if n is not None:
+            return n
         from .compare import mismatches_in_bytes
         return mismatches_in_bytes(element_type, self.read(a, a_offset, nbytes),
                                    self.read(b, b_offset, nbytes), rtol)

@@ -135,12 +135,13 @@ class BufferKernels:
         self.launch(name, grid, BLOCK, args + [ctypes.c_void_p(self._counter)])
         return int.from_bytes(self.device.download(self._counter, 8), "little")
 
-    def repeat(self, addr: int, repeat: int, nbytes: int) -> None:
+    def repeat(self, addr: int, repeat: int, nbytes: int) -> bool:
         """Bytes ``[repeat, nbytes)`` of the buffer at ``addr`` := its first ``repeat``
         bytes, again and again."""
         if 0 < repeat < nbytes:
             self.launch("hlo_repeat_buffer", -(-repeat // BLOCK), BLOCK,
                         [ctypes.c_void_p(addr), ctypes.c_int64(repeat), ctypes.c_int64(nbytes)])
+        return True
 
     def count_differing(self, addr: int, nbytes: int, byte: int) -> int:
         if nbytes <= 0:

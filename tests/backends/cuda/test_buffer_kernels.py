@@ -166,3 +166,19 @@ def test_tuning_on_device_memory_with_kernels_matches_host_memory(sim, level):
     assert outcomes[0] == outcomes[1] == outcomes[2]
     wrong = FailureKind.DISQUALIFIED if level == 5 else FailureKind.WRONG_RESULT
     assert outcomes[0][0] == [None, FailureKind.REDZONE_MODIFIED, wrong, None]
+
+
+def test_kernels_that_fail_to_build_leave_the_work_to_the_host(sim):
+    """A device whose buffer kernels do not compile or launch tunes as without them."""
+    dev, _ = sim
+
+    def launch(name, grid, block, args):
+        raise RuntimeError("NVRTC: no such architecture")
+    memory = DeviceMemory(dev, BufferKernels(dev, launch))
+    shapes = [Shape.array("f32", (20000,))]                # longer than the ring
+    cfg = AutotuneConfig(level=4, redzone_padding_bytes=256)
+    bufs = RedzoneBuffers.for_shapes(memory, shapes, shapes, cfg)
+    host = RedzoneBuffers.for_shapes(HostMemory(), shapes, shapes, cfg)
+    assert (bufs.read_input(0) == host.read_input(0)).all()
+    assert memory.kernels is None and "NVRTC" in str(memory.kernel_error)
+    assert bufs.allocator.check_redzones().ok
