@@ -32,6 +32,7 @@ from ...codegen.expr import Expr
 from .renderer import CTYPE, STORAGE, Block, check_type, from_storage, to_storage
 
 INT32_MAX = (1 << 31) - 1
+TRANSPOSE_BLOCKS = (128, 256, 512, 1024)   # 32 x (block / 32) threads per 32 x 32 tile
 
 # kind -> emitter(KernelEmitter) -> KernelSource, for kinds emitted by modules of their own
 # (they register themselves: ``row_norm.py``, ``gemm_fusion_kernel.py``)
@@ -523,6 +524,9 @@ class KernelEmitter:
         blk.emit(f"const {it} bid = blockIdx.x;")
         blk.emit(f"const {it} a0 = (bid % {ta_n}) * 32, b0 = ((bid / {ta_n}) % {tb_n}) * 32;")
         blk.emit(f"const {it} rs = bid / {ta_n * tb_n};")
+        # the thread tile: 32 x ``rows`` threads walk the 32 x 32 tile in 32 / rows passes
+        threads = self.cfg.block if self.cfg.block in TRANSPOSE_BLOCKS else 256
+        rows = threads // 32
         blk.emit("const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;")
         tiles = {}
         for n in staged:
@@ -530,21 +534,21 @@ class KernelEmitter:
             blk.emit(f"__shared__ {CTYPE[n.dtype]} {t}[32][33];")
             tiles[n] = t
         # phase 1: coalesced along b
-        for r in range(4):
+        for r in range(32 // rows):
             blk.scopes.append({})
-            blk.bindings["TA"], blk.bindings["TB"] = f"(a0 + ty + {8 * r})", "(b0 + tx)"
-            blk.open(f"if (a0 + ty + {8 * r} < {A} && b0 + tx < {B})")
+            blk.bindings["TA"], blk.bindings["TB"] = f"(a0 + ty + {rows * r})", "(b0 + tx)"
+            blk.open(f"if (a0 + ty + {rows * r} < {A} && b0 + tx < {B})")
             for n, t in tiles.items():
-                blk.emit(f"{t}[ty + {8 * r}][tx] = {blk.value(n)};")
+                blk.emit(f"{t}[ty + {rows * r}][tx] = {blk.value(n)};")
             blk.close()
             blk.scopes.pop()
         blk.emit("__syncthreads();")
         # phase 2: coalesced along a
-        for r in range(4):
+        for r in range(32 // rows):
             blk.scopes.append({})
-            blk.staged = {n: f"{t}[tx][ty + {8 * r}]" for n, t in tiles.items()}
-            blk.bindings["TA"], blk.bindings["TB"] = "(a0 + tx)", f"(b0 + ty + {8 * r})"
-            blk.open(f"if (a0 + tx < {A} && b0 + ty + {8 * r} < {B})")
+            blk.staged = {n: f"{t}[tx][ty + {rows * r}]" for n, t in tiles.items()}
+            blk.bindings["TA"], blk.bindings["TB"] = "(a0 + tx)", f"(b0 + ty + {rows * r})"
+            blk.open(f"if (a0 + tx < {A} && b0 + ty + {rows * r} < {B})")
             codes = [blk.value(v) for v in vals]
             pos = blk.value(ix.linear_index(shape, tuple(idx)))
             for n, c in zip(outs, codes):
@@ -553,10 +557,10 @@ class KernelEmitter:
             blk.scopes.pop()
         params, decl = self._signature(name, outs)
         grid = ta_n * tb_n * restn
-        code = (f'extern "C" __global__ void __launch_bounds__(256) {name}('
+        code = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
                 f'{", ".join(decl)}) {{\n' + "\n".join(blk.lines) + "\n}\n")
-        ks = KernelSource(name, k.name, "transpose", code, params, (grid, 1, 1), (256, 1, 1),
-                          True, self._bytes(outs))
+        ks = KernelSource(name, k.name, "transpose", code, params, (grid, 1, 1),
+                          (threads, 1, 1), True, self._bytes(outs))
         ks.extra["tile"] = (a, b, len(staged))
         return ks
 

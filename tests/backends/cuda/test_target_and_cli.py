@@ -233,3 +233,25 @@ def test_a_failing_host_call_is_one_clear_error(tmp_path, backend):
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr
     assert "all-gather over replica groups of 2 devices needs 2 replicas" in r.stderr
+
+
+@pytest.mark.parametrize("block", [128, 256, 512, 1024])
+def test_transpose_thread_tile_is_a_launch_parameter(block):
+    """A transposing loop fusion's 32 x 32 shared tile is walked by 32 x (block / 32)
+    threads in 32 / (block / 32) passes (a tuning knob); every shape equals the
+    interpreter under cuda-sim's bounds checks."""
+    require_gxx()
+    from hlo_opt import passes_api
+    from hlo_opt.api import load
+    from hlo_opt.backends import compile as compile_module
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.emitters import LaunchConfig
+    from hlo_opt.flags import DebugOptions
+    from tests.conftest import ROOT
+    m = load(str(ROOT / "benchmarks" / "jax_modules" / "transpose_add.hlo"))
+    mm = passes_api.optimize(m.clone(), DebugOptions.from_sources([]), pipeline="gpu")
+    exe = compile_module(mm, "cuda-sim", config=LaunchConfig(block=block))
+    tiled = [k for k in exe.program.kernels if k.kind == "transpose"]
+    assert tiled and all(k.block == (block, 1, 1) for k in tiled)
+    assert f"ty + {block // 32}" in tiled[0].code or block == 1024
+    assert check_executable(m, exe).status == "pass"
