@@ -44,6 +44,16 @@ def _module_time(exe, backend: str, args) -> float:
     return best
 
 
+def _buffer_work(provider) -> str:
+    """Where the tuner's buffers were filled, checked and compared: "device" (the buffer
+    kernels), "host" (host memory, or a device memory without them) or why they failed."""
+    memory = getattr(provider, "memory", None)
+    error = getattr(memory, "kernel_error", None)
+    if error is not None:
+        return f"host ({type(error).__name__}: {str(error)[:80]})"
+    return "device" if getattr(memory, "kernels", None) is not None else "host"
+
+
 def check_module(path: str, backend: str, results_dir: str, say) -> dict:
     from hlo_opt import passes_api
     from hlo_opt.api import load
@@ -64,7 +74,8 @@ def check_module(path: str, backend: str, results_dir: str, say) -> dict:
     tuning_s = time.perf_counter() - t0
     stats = session.stats.to_json()
     row = {"module": name, "tuned": stats["tuned"], "measured": stats["measurements"],
-           "failed": stats["failed_candidates"], "tuning_s": round(tuning_s, 3)}
+           "failed": stats["failed_candidates"], "tuning_s": round(tuning_s, 3),
+           "buffers": _buffer_work(session.provider)}
     if not stats["tuned"]:
         say(f"  {name:28s} nothing to tune")
         return row
@@ -85,7 +96,7 @@ def check_module(path: str, backend: str, results_dir: str, say) -> dict:
     row["loaded_measured"] = s2.stats.measurements
     row["loaded_same"] = again.to_text() == tuned.to_text()
     say(f"  {name:28s} tuned {row['tuned']:2d} ({row['measured']:3d} candidates, "
-        f"{row['tuning_s']:7.2f} s; failed {row['failed'] or '-'}) "
+        f"{row['tuning_s']:7.2f} s; failed {row['failed'] or '-'}; buffers {row['buffers']}) "
         f"{'==' if row['matches_interpreter'] else '!='} interpreter; module "
         f"{row['level0_s'] * 1e3:9.3f} -> {row['tuned_s'] * 1e3:9.3f} ms; results file "
         f"{row['loaded_s'] * 1e3:7.1f} ms, {row['loaded_measured']} measured, "

@@ -490,7 +490,6 @@ def autotune(backend: str, scale: str, budget_s: float = 60.0):
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
         paths = []
-        # the gemm module first: cuBLASLt's algorithms are its candidates
         # a convolution first (the conv kernels' algorithms and tiles, cuDNN's engines),
         # then the gemm module (cuBLASLt's algorithms and our tiles), then the fusions
         paths.append(os.path.join(ROOT, "benchmarks", "xla_gpu_modules", "conv_block.hlo"))
