@@ -128,6 +128,8 @@ class DebugOptions:
     xla_gpu_experimental_collective_cse_distance_threshold: int = 0
     xla_gpu_experimental_enable_tiling_propagation: bool = False
     xla_gpu_llvm_verification_level: int = 0
+    xla_gpu_enable_llvm_module_compilation_parallelism: bool = False
+    xla_gpu_force_compilation_parallelism: int = 0
     xla_gpu_memory_limit_slop_factor: int = 95
     xla_gpu_redzone_scratch_max_megabytes: int = 4096
     xla_gpu_redzone_padding_bytes: int = 8 * 1024 * 1024

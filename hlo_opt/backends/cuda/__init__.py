@@ -127,7 +127,6 @@ class CudaExecutable:
                  prepare=None, prepare_key=None):
         """``prepare``: the pipeline the run command asks for (module -> module), run here
         after the driver probe so that a missing device fails before any pass runs."""
-        from .compiler import compile_cuda
         from .driver import probe
         from .gemm_plan import has_gemms
         from .program import build_program, full_source
@@ -142,12 +141,11 @@ class CudaExecutable:
         lt = libs.get("cublaslt", (None,))[0]
         self.program = build_program(module, self.device_info, config, gemm_kernels=not lt)
         self.source = full_source(self.program)
-        self.compiled = compile_cuda(self.source, dev.arch, name=f"{module.name}.cu",
-                                     use_cache=cache)
+        parts, self.compiled = compile_program(self.program, dev.arch, debug_options, cache)
         self.cache_hit = self.compiled.cached
         if debug_options is not None and getattr(debug_options, "xla_dump_to", ""):
             dump(module, debug_options, self.program, self.compiled)
-        self.adapter = CudaDeviceAdapter(dev, dev.load_module(self.compiled.cubin), libs)
+        self.adapter = CudaDeviceAdapter(dev, load_parts(dev, parts), libs)
         self._runners: dict = {}
 
     def runner(self, profile: bool = False):
@@ -190,10 +188,29 @@ def compile(module, **options):  # noqa: A001 - the backends' verb
     return CudaExecutable(module, **options)
 
 
+def compile_program(prog, arch: str, options=None, use_cache: bool = True):
+    """([(CompiledModule, kernel names)] per part, the parts merged): one translation unit,
+    or ``compilation_parts(options)`` compiled in parallel."""
+    from .compiler import compilation_parts, compile_cuda_parts, merged
+    from .program import split_sources
+    split = split_sources(prog, compilation_parts(options))
+    mods = compile_cuda_parts([src for src, _ in split], arch, prog.module.name, use_cache)
+    return list(zip(mods, [names for _, names in split])), merged(mods)
+
+
+def load_parts(dev, parts):
+    """The compiled parts loaded on ``dev``: one module, or one per part looked up by
+    kernel name."""
+    from .driver import LoadedModules
+    if len(parts) == 1:
+        return dev.load_module(parts[0][0].cubin)
+    return LoadedModules([dev.load_module(m.cubin) for m, _ in parts],
+                         [names for _, names in parts])
+
+
 def deviceless(module, options=None, config=None):
     """(program, CompiledModule) for the gpu_specs target (Hopper by default)."""
-    from .compiler import compile_cuda
-    from .program import build_program, full_source
+    from .program import build_program
     info = target_device(module, options)
     prog = build_program(module, info, config)
-    return prog, compile_cuda(full_source(prog), arch_of(info), name=f"{module.name}.cu")
+    return prog, compile_program(prog, arch_of(info), options)[1]

@@ -114,6 +114,38 @@ def compile_cuda(source: str, arch: str = "sm_90", name: str = "module.cu",
     return mod
 
 
+def compilation_parts(options) -> int:
+    """How many translation units a program's kernels are compiled in, in parallel: XLA's
+    ``--xla_gpu_enable_llvm_module_compilation_parallelism`` splits the module (off by
+    default, as XLA), into ``--xla_gpu_force_compilation_parallelism`` parts (0: one per
+    CPU core)."""
+    if options is None or not options.xla_gpu_enable_llvm_module_compilation_parallelism:
+        return 1
+    return max(1, options.xla_gpu_force_compilation_parallelism or os.cpu_count() or 1)
+
+
+def compile_cuda_parts(sources: list[str], arch: str, name: str,
+                       use_cache: bool = True) -> list[CompiledModule]:
+    """Each source compiled by NVRTC (which releases the GIL) on a thread of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+    if len(sources) == 1:
+        return [compile_cuda(sources[0], arch, name=f"{name}.cu", use_cache=use_cache)]
+    with ThreadPoolExecutor(len(sources)) as pool:
+        return list(pool.map(
+            lambda i: compile_cuda(sources[i], arch, name=f"{name}.part{i}.cu",
+                                   use_cache=use_cache), range(len(sources))))
+
+
+def merged(parts: list[CompiledModule]) -> CompiledModule:
+    """The parts as one record for dumps and ``--stage=ptx``: their PTX and logs in turn
+    (the cubins stay per part: :class:`~.driver.LoadedModules` loads them)."""
+    if len(parts) == 1:
+        return parts[0]
+    return CompiledModule(parts[0].arch, b"", "\n".join(p.ptx for p in parts),
+                          "\n".join(p.log for p in parts if p.log),
+                          all(p.cached for p in parts))
+
+
 def _check(nv, err, what):
     if err != nv.nvrtcResult.NVRTC_SUCCESS:
         raise CudaCompileError(f"{what} failed: {nv.nvrtcGetErrorString(err)[1].decode()}")

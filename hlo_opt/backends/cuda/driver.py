@@ -224,3 +224,15 @@ class EventTimer:
         for _ in range(iters):
             fn()
         return timer.stop() / iters
+
+
+class LoadedModules:
+    """Several loaded modules seen as one: each kernel is looked up in the module of the
+    part it was compiled in (a program compiled in parallel parts)."""
+
+    def __init__(self, modules: list, names: list[list[str]]):
+        self.by_name = {n: m for m, ns in zip(modules, names) for n in ns}
+
+    def function(self, name: str):
+        return self.by_name[name].function(name)
+

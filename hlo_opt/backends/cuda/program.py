@@ -134,6 +134,25 @@ def full_source(prog: Program) -> str:
     return prog.source.replace(f'#include "{PRELUDE_NAME}"', prelude(), 1)
 
 
+def split_sources(prog: Program, parts: int) -> list[tuple[str, list[str]]]:
+    """The program's kernels in at most ``parts`` translation units of about equal
+    source size, in program order, each with the prelude: (source, kernel names)."""
+    kernels = prog.kernels
+    parts = max(1, min(parts, len(kernels)))
+    if parts == 1:
+        return [(full_source(prog), [k.name for k in kernels])]
+    total = sum(len(k.code) for k in kernels)
+    groups: list[list] = [[]]
+    size = 0
+    for k in kernels:
+        if groups[-1] and size >= total * len(groups) / parts and len(groups) < parts:
+            groups.append([])
+        groups[-1].append(k)
+        size += len(k.code)
+    head = prelude()
+    return [(head + "\n" + "\n".join(k.code for k in g), [k.name for k in g]) for g in groups]
+
+
 def combined_source(programs) -> str:
     """One translation unit for several programs built with a shared ``names`` set."""
     return prelude() + "\n" + "\n".join(k.code for p in programs for k in p.kernels)

@@ -87,3 +87,69 @@ def test_gemm_kernel_compiles_without_spills(cache):
     assert gemm_launch(256, 384, 64) == ((3, 2, 1), (256, 1, 1))
     with pytest.raises(ValueError):
         gemm_launch(100, 128, 32)
+
+
+def _program(path: str):
+    from hlo_opt import passes_api
+    from hlo_opt.api import load
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.backends.cuda.target import target_device
+    from hlo_opt.flags import DebugOptions
+    from tests.conftest import SAMPLES
+    m = load(str(SAMPLES / path))
+    passes_api.optimize(m, DebugOptions(), pipeline="gpu")
+    return build_program(m, target_device(), None)
+
+
+def test_split_sources_keeps_every_kernel_once_in_order():
+    from hlo_opt.backends.cuda.program import full_source, prelude, split_sources
+    prog = _program("transformer_step.hlo")
+    names = [k.name for k in prog.kernels]
+    assert split_sources(prog, 1) == [(full_source(prog), names)]
+    for parts in (2, 3, 7):
+        split = split_sources(prog, parts)
+        assert len(split) == parts
+        assert [n for _, ns in split for n in ns] == names
+        sizes = [len(src) for src, _ in split]
+        assert all(src.startswith(prelude()) for src, _ in split)
+        assert max(sizes) - min(sizes) < max(len(k.code) for k in prog.kernels) + 1024, sizes
+    many = split_sources(prog, 10 ** 6)                   # never an empty part
+    assert len(many) <= len(names) and all(ns for _, ns in many)
+
+
+def test_compilation_parallelism_flags():
+    from hlo_opt.backends.cuda.compiler import compilation_parts
+    from hlo_opt.flags import DebugOptions
+    assert compilation_parts(None) == 1 == compilation_parts(DebugOptions())   # XLA: off
+    on = DebugOptions.from_sources(["--xla_gpu_enable_llvm_module_compilation_parallelism"])
+    import os
+    assert compilation_parts(on) == (os.cpu_count() or 1)
+    on.xla_gpu_force_compilation_parallelism = 3
+    assert compilation_parts(on) == 3
+
+
+def test_parallel_parts_compile_the_same_kernels(cache):
+    """--xla_gpu_enable_llvm_module_compilation_parallelism: the program in parts, each
+    compiled on a thread of its own, gives every kernel's PTX entry once; each part loads
+    as a module of its own and kernels are found by name."""
+    require_nvrtc()
+    import re
+    from hlo_opt.backends.cuda import compile_program, load_parts
+    from hlo_opt.flags import DebugOptions
+    prog = _program("layer_norm.hlo")
+    opts = DebugOptions(xla_gpu_enable_llvm_module_compilation_parallelism=True,
+                        xla_gpu_force_compilation_parallelism=2)
+    one, whole = compile_program(prog, "sm_90")
+    two, merged = compile_program(prog, "sm_90", opts)
+    entries = sorted(re.findall(r"^\.visible \.entry (\w+)\(", merged.ptx, re.M))
+    assert len(one) == 1 and len(two) == min(2, len(prog.kernels))
+    assert entries == sorted(re.findall(r"^\.visible \.entry (\w+)\(", whole.ptx, re.M))
+    assert entries == sorted(k.name for k in prog.kernels)
+
+    class Dev:   # a device that records which cubin each kernel is fetched from
+        def load_module(self, cubin):
+            return type("M", (), {"function": lambda self, n: (cubin, n)})()
+    loaded = load_parts(Dev(), two)
+    for mod, names in two:
+        for n in names:
+            assert loaded.function(n) == (mod.cubin, n)
