@@ -94,10 +94,25 @@ class AutotuneSession:
             self.cache.load_from_file(self.config.load_results_from)
         self._loaded = True
 
-    def begin(self, total: int) -> None:
-        """A picker starts on ``total`` instructions (for the progress bar)."""
+    def begin(self, insts: list) -> None:
+        """A picker starts on ``insts`` (the progress bar's total); the provider may
+        prepare the candidates of those no cache answers, all at once (``prepare``: the
+        GPU providers compile their kernels in parallel)."""
         self.load_results()
-        self._done, self._total = 0, total
+        self._done, self._total = 0, len(insts)
+        prepare = getattr(self.provider, "prepare", None)
+        if prepare is None or self.config.require_complete_aot_results:
+            return
+        misses, seen = [], set()
+        for inst in insts:
+            key = self.key_for(inst)
+            if key not in seen and self.cache.lookup(key, self.config.cache_dir) is None:
+                seen.add(key)
+                misses.append(inst)
+        if misses:
+            t0 = time.perf_counter()
+            prepare(misses)
+            self.stats.seconds += time.perf_counter() - t0
 
     def autotune(self, inst) -> AutotuneResult | None:
         """The chosen result for ``inst`` (from a cache or measured); raises

@@ -61,7 +61,7 @@ class _AlgorithmPicker:
         insts = [i for i in _targets(module, session, self.kind) if not self.skip(i)]
         if not insts:
             return False
-        session.begin(len(insts))
+        session.begin(insts)
         changed = False
         for inst in insts:
             try:
@@ -104,7 +104,7 @@ def _tune_gemm_fusions(module, session) -> bool:
         if f not in measured and "triton_gemm_config" not in f.attrs.get("backend_config", ""):
             changed |= set_tile_config(f, DEFAULT_TILE)
     if measured:
-        session.begin(len(measured))
+        session.begin(measured)
     for f in measured:
         try:
             result = session.autotune(f)

@@ -34,7 +34,7 @@ class FusionLaunchAutotuner:
                    if i.opcode == "fusion" and session.kind_of(i) == "fusion"]
         if not fusions:
             return False
-        session.begin(len(fusions))
+        session.begin(fusions)
         changed = False
         for inst in fusions:
             try:

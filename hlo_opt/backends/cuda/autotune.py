@@ -25,7 +25,8 @@ from ...autotune.candidates import device_cache_key
 from ...autotune.kinds import default_kind_of
 from ...autotune.redzone import DeviceMemory
 from .buffer_kernels import cuda_buffer_kernels
-from .launch_tuning import LaunchCandidate, constants_in, kernel_variants, merged_kernels
+from .launch_tuning import (LaunchCandidate, candidate_source, constants_in, kernel_variants,
+                            merged_kernels)
 
 MAX_CUDNN_ENGINES = 4   # each engine a build (runtime-compiled ones take ~1 s)
 
@@ -111,16 +112,25 @@ class CudaProvider:
                 out += self._cudnn_candidates(inst)
         return out
 
+    def prepare(self, insts) -> None:
+        """Every candidate kernel of ``insts`` compiled at once, NVRTC on a thread per
+        instruction (XLA compiles autotuning candidates on a thread pool): their first
+        launches then read the compile cache."""
+        from .compiler import compile_cuda_parts
+        sources = [candidate_source(merged_kernels(vs)[0])
+                   for vs in map(self._kernel_variants, insts) if vs]
+        if len(sources) > 1:
+            compile_cuda_parts(sources, self.dev.arch, "autotune")
+
     def _launch_candidates(self, inst, vs) -> list:
         from .compiler import compile_cuda
         from .driver import CudaDriverError
-        from .program import prelude
         code, _, maps = merged_kernels(vs)
         loaded: list = []
 
         def launch(name, k, addrs):
             if not loaded:
-                mod = compile_cuda(prelude() + "\n" + code, self.dev.arch,
+                mod = compile_cuda(candidate_source(code), self.dev.arch,
                                    name=f"autotune_{inst.name}.cu")
                 loaded.append(self.dev.load_module(mod.cubin))
             self.dev.launch_function(loaded[0].function(name), k.grid, k.block, addrs)

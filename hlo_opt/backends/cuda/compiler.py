@@ -130,7 +130,7 @@ def compile_cuda_parts(sources: list[str], arch: str, name: str,
     from concurrent.futures import ThreadPoolExecutor
     if len(sources) == 1:
         return [compile_cuda(sources[0], arch, name=f"{name}.cu", use_cache=use_cache)]
-    with ThreadPoolExecutor(len(sources)) as pool:
+    with ThreadPoolExecutor(min(len(sources), os.cpu_count() or 1)) as pool:
         return list(pool.map(
             lambda i: compile_cuda(sources[i], arch, name=f"{name}.part{i}.cu",
                                    use_cache=use_cache), range(len(sources))))

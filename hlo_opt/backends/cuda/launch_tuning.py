@@ -270,6 +270,14 @@ def merged_kernels(vs: list) -> tuple[str, list, list]:
     return "\n".join(codes), kernels, maps
 
 
+def candidate_source(code: str) -> str:
+    """The translation unit of one instruction's merged variants (``merged_kernels``):
+    what a provider compiles when a candidate first launches, and what ``prepare``
+    compiles ahead, all at once."""
+    from .program import prelude
+    return prelude() + "\n" + code
+
+
 def constants_in(memory, keep: list):
     """``constants(program)`` for :class:`LaunchCandidate`: each program's constants
     written once into ``memory`` (allocations kept alive in ``keep``)."""

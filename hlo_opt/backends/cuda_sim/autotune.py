@@ -11,7 +11,8 @@ import ctypes
 from ...autotune.candidates import device_cache_key, measure_wall
 from ...autotune.host_provider import HostProvider
 from ...autotune.redzone import HostMemory
-from ..cuda.launch_tuning import LaunchCandidate, constants_in, kernel_variants, merged_kernels
+from ..cuda.launch_tuning import (LaunchCandidate, candidate_source, constants_in,
+                                  kernel_variants, merged_kernels)
 from ..cuda.target import target_device
 
 
@@ -49,6 +50,22 @@ class SimProvider:
             return "fusion"
         return None
 
+    def prepare(self, insts) -> None:
+        """Every candidate kernel of ``insts`` compiled ahead, as many host-compiler runs
+        at a time as there are cores: their first launches then find the libraries in
+        the cache."""
+        import os
+        from .compiler import compile_sim_many
+        units = []
+        for vs in map(self._kernel_variants, insts):
+            if vs:
+                code, kernels, _ = merged_kernels(vs)
+                units.append((candidate_source(code), kernels))
+        step = os.cpu_count() or 1
+        if len(units) > 1:
+            for i in range(0, len(units), step):
+                compile_sim_many(units[i:i + step], debug=self.debug)
+
     def candidates(self, inst) -> list:
         vs = self._kernel_variants(inst)
         host_kind = self._host.kind_of(inst)
@@ -61,9 +78,8 @@ class SimProvider:
 
         def launch(name, k, addrs):
             if not lib:
-                from ..cuda.program import prelude
                 from .compiler import compile_sim
-                lib.append(compile_sim(prelude() + "\n" + code, kernels, debug=self.debug))
+                lib.append(compile_sim(candidate_source(code), kernels, debug=self.debug))
             lib[0].launch(name, k.grid, k.block, k.fibered,
                           [ctypes.c_void_p(a) for a in addrs])
         return host + [LaunchCandidate(v, names, launch, ctypes.memmove, self._constants,
