@@ -182,3 +182,43 @@ def test_kernels_that_fail_to_build_leave_the_work_to_the_host(sim):
     assert (bufs.read_input(0) == host.read_input(0)).all()
     assert memory.kernels is None and "NVRTC" in str(memory.kernel_error)
     assert bufs.allocator.check_redzones().ok
+
+
+def test_cuda_launcher_passes_typed_arguments(monkeypatch, tmp_path):
+    """On a CUDA device the kernels are NVRTC-compiled once and launched with each
+    argument's ctypes type (the comparator's rtol is a double, not a pointer)."""
+    require_nvrtc()
+    import ctypes
+    monkeypatch.setenv("HLO_OPT_CACHE_DIR", str(tmp_path))
+    from hlo_opt.backends.cuda.buffer_kernels import cuda_buffer_kernels
+    calls, loads = [], []
+
+    class Dev:
+        arch = "sm_90"
+
+        def alloc(self, n):
+            return 0x1000
+
+        def memset(self, addr, n):
+            pass
+
+        def download(self, addr, n):
+            return (5).to_bytes(8, "little")
+
+        def load_module(self, cubin):
+            loads.append(cubin[:4])
+            return type("M", (), {"function": lambda self, name: name})()
+
+        def launch_function(self, fn, grid, block, values, types=None):
+            calls.append((fn, grid, block, list(values), list(types)))
+    k = cuda_buffer_kernels(Dev())
+    assert k.mismatches("bf16", 0x2000, 0x3000, 64, 0.125) == 5
+    assert k.count_differing(0x2000, 100, 0xFF) == 5
+    k.repeat(0x2000, 16, 4096)
+    assert loads == [b"\x7fELF"]                                 # compiled and loaded once
+    (fn, grid, block, values, types), count, rep = calls
+    assert fn == "hlo_compare_bf16" and block == (256,) and values[2:4] == [32, 0.125]
+    assert types == [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_double,
+                     ctypes.c_void_p]
+    assert count[0] == "hlo_count_differing" and count[3][2] == 0xFF
+    assert rep[0] == "hlo_repeat_buffer" and rep[3] == [0x2000, 16, 4096]
