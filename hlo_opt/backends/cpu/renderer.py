@@ -1,11 +1,11 @@
 """A module plan -> one LLVM module whose ``hlo_entry`` runs the whole entry computation.
 
 Each planned computation becomes ``void comp(i8* arena, i8** params, i8** consts,
-i8** out)``: its steps in order -- kernel functions (``kernels.py``), BLAS calls,
-host library calls, and while / conditional / call as native control flow calling the
-callee's function -- then the root leaves' pointers stored to ``out``.  ``hlo_entry(i8**
-params, i8** out, i8* arena, i8** consts)`` calls the entry computation's function, so a
-run is one native call.
+i8** out)``: its steps in order -- kernel functions (``kernels.py``), BLAS calls
+(matrix-vector dots are loops: ``inline_dot.py``), host library calls, and while /
+conditional / call as native control flow calling the callee's function -- then the
+root leaves' pointers stored to ``out``.  ``hlo_entry(i8** params, i8** out, i8* arena,
+i8** consts)`` calls the entry computation's function, so a run is one native call.
 
 External symbols are bound by name when the object is loaded (``compiler.py``):
 ``hlo_cpu_host`` (host library calls: ``void(i64 step, i8** ptrs)``), the cblas gemms,
@@ -25,6 +25,7 @@ from . import irtypes as T
 from .blas import NO_TRANS, gemm_plan
 from .kernels import KernelRenderer, RenderContext, parallel_trip
 from .parallel import parallel_for, task_thunk, threads_global
+from .inline_dot import is_inline, render_inline_dot
 from .sort import SortRenderer, sort_plan
 from .ops import NoRow
 
@@ -171,10 +172,18 @@ class ModuleRenderer:
                 self.res.native[st.name] = f"kernel {st.kind}"
             self._check(st)
             return
-        if isinstance(st, LibraryCall) and st.target == "dot" and self.use_blas \
+        if isinstance(st, LibraryCall) and st.target == "dot" \
                 and st.instruction.opcode == "dot":
             g = gemm_plan(st.instruction)
-            if g is not None:
+            if g is not None and is_inline(g):
+                name = self._unique("dot." + st.name)
+                kfn = self._dedup(render_inline_dot(self.module, name, g), name)
+                self.cx.b = self.b
+                self.b.call(kfn, [self.ptr(s) for s in st.input_slices + st.output_slices])
+                self.res.native[st.name] = "dot loops (matrix-vector: no BLAS call)"
+                self._check(st)
+                return
+            if g is not None and self.use_blas:
                 self._gemm(st, g)
                 self.res.native[st.name] = "blas gemm"
                 self._check(st)
