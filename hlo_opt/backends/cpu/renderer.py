@@ -40,6 +40,11 @@ class RenderResult:
     shared_kernels: int = 0                           # kernels that reuse an identical one
 
 
+# A while state leaf that moves to another index (``(a, b) -> (b, a)``) goes through a
+# temporary: on the stack up to this size, else malloc'ed per iteration.
+STACK_TEMP_MAX = 1 << 16
+
+
 class ModuleRenderer:
     def __init__(self, mplan, use_blas: bool = True, check_steps: bool = False):
         self.mplan = mplan
@@ -450,11 +455,18 @@ class ModuleRenderer:
         """state[j] = res[j] for every leaf, as a parallel assignment."""
         b = self.b
         roots = [body.assignment.slices[v] for v in body.root_values]
-        temps = {}
+        temps, heap = {}, set()
         for j, s in enumerate(roots):
             if s.kind == "param" and s.offset != j and slices[j].size:
-                t = b.call(self.malloc, [ir.Constant(T.I64, slices[j].size)])
-                self.memmove(t, res[j], slices[j].size)
+                size = slices[j].size
+                if size <= STACK_TEMP_MAX:   # no allocation per iteration
+                    t = ir.IRBuilder(self.entry_block).alloca(ir.ArrayType(T.I8, size))
+                    t.align = 64
+                    t = b.bitcast(t, T.I8P)
+                else:
+                    t = b.call(self.malloc, [ir.Constant(T.I64, size)])
+                    heap.add(j)
+                self.memmove(t, res[j], size)
                 temps[j] = t
         for j, s in enumerate(roots):
             if j in temps or (s.kind == "param" and s.offset == j):
@@ -462,4 +474,5 @@ class ModuleRenderer:
             self.memmove(state[j], res[j], slices[j].size)
         for j, t in temps.items():
             self.memmove(state[j], t, slices[j].size)
-            b.call(self.free, [t])
+            if j in heap:
+                b.call(self.free, [t])

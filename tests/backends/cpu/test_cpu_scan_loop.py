@@ -129,3 +129,50 @@ def test_recurrent_cell_as_written_matches_interpreter():
     got = CpuExecutable(module.clone(), cache=False).run(args)
     for g, e in zip(got, Interpreter(module).run(args)):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [16, 20000])
+def test_while_state_rotation_through_stack_or_heap_temporaries(n):
+    """(i, a, b, c) -> (i + 1, b, c, a + 1): every array leaf moves to another index;
+    temporaries on the stack for small leaves, malloc'ed above ``STACK_TEMP_MAX``."""
+    from hlo_opt.backends.cpu.renderer import STACK_TEMP_MAX
+    assert (n * 4 > STACK_TEMP_MAX) == (n == 20000)
+    st = f"(s32[], f32[{n}], f32[{n}], f32[{n}])"
+    module = parse_hlo_modules(f"""
+HloModule rotate
+
+c {{
+  s = {st} parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  k = s32[] constant(7)
+  ROOT lt = pred[] compare(i, k), direction=LT
+}}
+
+b {{
+  s = {st} parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = f32[{n}] get-tuple-element(s), index=1
+  bb = f32[{n}] get-tuple-element(s), index=2
+  cc = f32[{n}] get-tuple-element(s), index=3
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  f1 = f32[] constant(1)
+  ones = f32[{n}] broadcast(f1), dimensions={{}}
+  a1 = f32[{n}] add(a, ones)
+  ROOT r = {st} tuple(i2, bb, cc, a1)
+}}
+
+ENTRY e {{
+  a = f32[{n}] parameter(0)
+  bb = f32[{n}] parameter(1)
+  cc = f32[{n}] parameter(2)
+  z = s32[] constant(0)
+  init = {st} tuple(z, a, bb, cc)
+  ROOT w = {st} while(init), condition=c, body=b
+}}
+""", "rotate.hlo")[0]
+    r = np.random.default_rng(3)
+    args = [r.standard_normal(n).astype(np.float32) for _ in range(3)]
+    got = CpuExecutable(module, cache=False).run(args)
+    for g, e in zip(got, Interpreter(module).run(args)):
+        np.testing.assert_array_equal(g, e)
