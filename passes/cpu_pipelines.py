@@ -57,20 +57,21 @@ def sharding_removal(config: HloModuleConfig) -> Pipeline:
     return Pipeline("sharding-removal", _passes("flatten-call-graph", "dce"))
 
 
-def _cpu_algsimp():
+def _cpu_algsimp(gpu_algsimp):
     """XLA's CPU compiler runs its layout-insensitive algsimp with
     ``set_enable_dot_strength_reduction(false)``: a dot with a vector operand stays a dot
     (the CPU backend emits a matrix-vector dot as loops), not a multiply and a reduce
     that, fused into a loop kernel, re-reads a matrix column per output element (a
     ``lax.scan`` cell's ``h @ w`` ran 15x slower that way)."""
-    return create_pass("algsimp", options=AlgebraicSimplifierOptions(
-        enable_conv_operand_swap=False, enable_dot_strength_reduction=False))
+    return create_pass("algsimp", options=gpu_algsimp.options.replace(
+        enable_dot_strength_reduction=False))
 
 
-def simplification(config: HloModuleConfig):
+def simplification(config: HloModuleConfig) -> Fixpoint:
     """The GPU's "simplification" fixpoint with the CPU compiler's algsimp options."""
     fix = gpu_simplification(config)
-    fix.body.items = [_cpu_algsimp() if p.name == "algsimp" else p for p in fix.body.items]
+    fix.body.items = [_cpu_algsimp(p) if p.name == "algsimp" else p
+                      for p in fix.body.items]
     return fix
 
 
