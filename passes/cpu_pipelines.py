@@ -16,7 +16,7 @@ from __future__ import annotations
 from hlo_opt.ir.config import HloModuleConfig
 from hlo_opt.pipeline import Fixpoint, Pipeline
 from passes.algsimp.options import AlgebraicSimplifierOptions
-from passes.gpu_pipelines import simplification
+from passes.gpu_pipelines import simplification as gpu_simplification
 from passes.registry import create_pass
 
 __all__ = ["CPU_STAGES", "NOT_PORTED", "after_layout_assignment", "cpu",
@@ -55,6 +55,24 @@ def _passes(*names) -> list:
 
 def sharding_removal(config: HloModuleConfig) -> Pipeline:
     return Pipeline("sharding-removal", _passes("flatten-call-graph", "dce"))
+
+
+def _cpu_algsimp(gpu_algsimp):
+    """XLA's CPU compiler runs its layout-insensitive algsimp with
+    ``set_enable_dot_strength_reduction(false)``: a dot with a vector operand stays a dot
+    (the CPU backend emits a matrix-vector dot as loops), not a multiply and a reduce
+    that, fused into a loop kernel, re-reads a matrix column per output element (a
+    ``lax.scan`` cell's ``h @ w`` ran 15x slower that way)."""
+    return create_pass("algsimp", options=gpu_algsimp.options.replace(
+        enable_dot_strength_reduction=False))
+
+
+def simplification(config: HloModuleConfig) -> Fixpoint:
+    """The GPU's "simplification" fixpoint with the CPU compiler's algsimp options."""
+    fix = gpu_simplification(config)
+    fix.body.items = [_cpu_algsimp(p) if p.name == "algsimp" else p
+                      for p in fix.body.items]
+    return fix
 
 
 def through_layout_assignment(config: HloModuleConfig) -> Pipeline:

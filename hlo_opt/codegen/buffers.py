@@ -146,8 +146,11 @@ def _assign_computation(plan, ca, asg, base: int) -> int:
         for out_n, in_n in st.in_place.items():
             v_in = plan.value_of(st.inputs[in_n].inst, st.inputs[in_n].leaf) \
                 if in_n < len(st.inputs) else None
+            # a value given twice (a while's init tuple with one value at two indices)
+            # is reused by its first output only; the others get buffers of their own
             if v_in is not None and v_in in live and last_use.get(v_in) == i \
-                    and value_bytes(v_in.shape) == value_bytes(st.outputs[out_n].shape):
+                    and value_bytes(v_in.shape) == value_bytes(st.outputs[out_n].shape) \
+                    and v_in not in taken.values():
                 taken[out_n] = v_in
         for n, v in enumerate(st.outputs):
             size = value_bytes(v.shape)

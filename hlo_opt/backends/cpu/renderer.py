@@ -1,11 +1,11 @@
 """A module plan -> one LLVM module whose ``hlo_entry`` runs the whole entry computation.
 
 Each planned computation becomes ``void comp(i8* arena, i8** params, i8** consts,
-i8** out)``: its steps in order -- kernel functions (``kernels.py``), BLAS calls,
-host library calls, and while / conditional / call as native control flow calling the
-callee's function -- then the root leaves' pointers stored to ``out``.  ``hlo_entry(i8**
-params, i8** out, i8* arena, i8** consts)`` calls the entry computation's function, so a
-run is one native call.
+i8** out)``: its steps in order -- kernel functions (``kernels.py``), BLAS calls
+(matrix-vector dots are loops: ``inline_dot.py``), host library calls, and while /
+conditional / call as native control flow calling the callee's function -- then the
+root leaves' pointers stored to ``out``.  ``hlo_entry(i8** params, i8** out, i8* arena,
+i8** consts)`` calls the entry computation's function, so a run is one native call.
 
 External symbols are bound by name when the object is loaded (``compiler.py``):
 ``hlo_cpu_host`` (host library calls: ``void(i64 step, i8** ptrs)``), the cblas gemms,
@@ -25,6 +25,7 @@ from . import irtypes as T
 from .blas import NO_TRANS, gemm_plan
 from .kernels import KernelRenderer, RenderContext, parallel_trip
 from .parallel import parallel_for, task_thunk, threads_global
+from .inline_dot import is_inline, render_inline_dot
 from .sort import SortRenderer, sort_plan
 from .ops import NoRow
 
@@ -37,6 +38,11 @@ class RenderResult:
     host_reasons: dict = field(default_factory=dict)  # step name -> why it went to host
     libm: set = field(default_factory=set)
     shared_kernels: int = 0                           # kernels that reuse an identical one
+
+
+# A while state leaf that moves to another index (``(a, b) -> (b, a)``) goes through a
+# temporary: on the stack up to this size, else malloc'ed per iteration.
+STACK_TEMP_MAX = 1 << 16
 
 
 class ModuleRenderer:
@@ -171,10 +177,18 @@ class ModuleRenderer:
                 self.res.native[st.name] = f"kernel {st.kind}"
             self._check(st)
             return
-        if isinstance(st, LibraryCall) and st.target == "dot" and self.use_blas \
+        if isinstance(st, LibraryCall) and st.target == "dot" \
                 and st.instruction.opcode == "dot":
             g = gemm_plan(st.instruction)
-            if g is not None:
+            if g is not None and is_inline(g):
+                name = self._unique("dot." + st.name)
+                kfn = self._dedup(render_inline_dot(self.module, name, g), name)
+                self.cx.b = self.b
+                self.b.call(kfn, [self.ptr(s) for s in st.input_slices + st.output_slices])
+                self.res.native[st.name] = "dot loops (matrix-vector: no BLAS call)"
+                self._check(st)
+                return
+            if g is not None and self.use_blas:
                 self._gemm(st, g)
                 self.res.native[st.name] = "blas gemm"
                 self._check(st)
@@ -441,11 +455,18 @@ class ModuleRenderer:
         """state[j] = res[j] for every leaf, as a parallel assignment."""
         b = self.b
         roots = [body.assignment.slices[v] for v in body.root_values]
-        temps = {}
+        temps, heap = {}, set()
         for j, s in enumerate(roots):
             if s.kind == "param" and s.offset != j and slices[j].size:
-                t = b.call(self.malloc, [ir.Constant(T.I64, slices[j].size)])
-                self.memmove(t, res[j], slices[j].size)
+                size = slices[j].size
+                if size <= STACK_TEMP_MAX:   # no allocation per iteration
+                    t = ir.IRBuilder(self.entry_block).alloca(ir.ArrayType(T.I8, size))
+                    t.align = 64
+                    t = b.bitcast(t, T.I8P)
+                else:
+                    t = b.call(self.malloc, [ir.Constant(T.I64, size)])
+                    heap.add(j)
+                self.memmove(t, res[j], size)
                 temps[j] = t
         for j, s in enumerate(roots):
             if j in temps or (s.kind == "param" and s.offset == j):
@@ -453,4 +474,5 @@ class ModuleRenderer:
             self.memmove(state[j], res[j], slices[j].size)
         for j, t in temps.items():
             self.memmove(state[j], t, slices[j].size)
-            b.call(self.free, [t])
+            if j in heap:
+                b.call(self.free, [t])

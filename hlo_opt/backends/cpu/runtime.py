@@ -49,6 +49,41 @@ def view(ptr: int, shape):
     return phys.transpose(np.argsort(order))
 
 
+class Leaf:
+    """One array leaf of a parameter or of the result, its layout worked out once per
+    executable (a run of a small module is mostly this bookkeeping)."""
+
+    __slots__ = ("shape", "array", "order", "identity", "back", "dtype", "nbytes",
+                 "phys_dims")
+
+    def __init__(self, shape):
+        self.shape = shape
+        self.array = shape.is_array()
+        if not self.array:
+            return
+        self.order = physical_order(shape)
+        self.identity = self.order == list(range(len(self.order)))
+        self.back = list(np.argsort(self.order))
+        self.dtype = shape.dtype
+        self.nbytes = shape.num_elements() * self.dtype.itemsize
+        self.phys_dims = [shape.dims[d] for d in self.order]
+
+    def to_physical(self, a: np.ndarray) -> np.ndarray:
+        if not self.identity:
+            a = a.transpose(self.order)
+        return np.ascontiguousarray(a)
+
+    def copy_out(self, ptr: int):
+        """A new array (logical dims) with the buffer's contents (``view`` then a copy)."""
+        if not self.array:
+            return TOKEN
+        if self.nbytes == 0 or not ptr:
+            return np.zeros(self.shape.dims, self.dtype)
+        out = np.empty(self.phys_dims, self.dtype)
+        ctypes.memmove(out.ctypes.data, ptr, self.nbytes)
+        return out if self.identity else out.transpose(self.back)
+
+
 def nest(shape, flat: list, pos: int = 0):
     """Rebuild a (tuple) value of ``shape`` from its flat leaves."""
     if shape.is_tuple():
@@ -133,9 +168,9 @@ class Runner:
         self.host = host
         plan = mplan.entry_plan
         asg = mplan.assignment
-        self.param_shapes = [[v.shape for v in leaves] for leaves in plan.params]
+        self.param_leaves = [[Leaf(v.shape) for v in leaves] for leaves in plan.params]
         root = plan.computation.root.shape  # not the values' (a root may be a bitcast)
-        self.root_shapes = root.leaves() if root.is_tuple() else [root]
+        self.root_leaves = [Leaf(s) for s in (root.leaves() if root.is_tuple() else [root])]
         self.consts = []
         for c in asg.constants:
             lit = c.literal
@@ -152,13 +187,13 @@ class Runner:
 
     def run(self, args: list) -> list:
         flat = []
-        for a, shapes in zip(args, self.param_shapes):
+        for a, layouts in zip(args, self.param_leaves):
             leaves = value_leaves(a) if isinstance(a, tuple) else [a]
-            for v, s in zip(leaves, shapes):
-                flat.append(to_physical(np.asarray(v), s) if s.is_array() else None)
+            for v, lf in zip(leaves, layouts):
+                flat.append(lf.to_physical(np.asarray(v)) if lf.array else None)
         ptrs = (ctypes.c_void_p * max(len(flat), 1))(
             *[(x.ctypes.data if x is not None and x.size else 0) for x in flat])
-        n_out = len(self.root_shapes)
+        n_out = len(self.root_leaves)
         out = (ctypes.c_void_p * max(n_out, 1))()
         with self.lock:
             self.host.error = None
@@ -172,9 +207,6 @@ class Runner:
                     raise err
                 raise HloError(f"CPU backend host call failed: {type(err).__name__}: "
                                f"{err}") from err
-            results = []
-            for i, s in enumerate(self.root_shapes):
-                v = view(out[i] or 0, s)
-                results.append(v if v is TOKEN else np.array(v, copy=True))
+            results = [lf.copy_out(out[i] or 0) for i, lf in enumerate(self.root_leaves)]
         del flat
         return results
