@@ -48,6 +48,7 @@ class AutotuneProgress:
     candidates: int              # candidates measured so far (this session)
     elapsed_s: float             # measuring time so far
     instruction: str
+    compiling: int = 0           # instructions whose candidates are being compiled ahead
 
 
 class AutotuneSession:
@@ -111,6 +112,9 @@ class AutotuneSession:
                 misses.append(inst)
         if misses:
             t0 = time.perf_counter()
+            if self.progress is not None:
+                self.progress(AutotuneProgress(0, len(insts), self._candidates,
+                                               self.stats.seconds, "", len(misses)))
             prepare(misses)
             self.stats.seconds += time.perf_counter() - t0
 

@@ -80,8 +80,9 @@ def autotune_progress(pass_progress):
 
     def update(event):
         rate = event.candidates / event.elapsed_s if event.elapsed_s > 0 else 0.0
+        what = (f"compiling the candidates of {event.compiling} instruction(s)"
+                if event.compiling else
+                f"%{event.instruction} ({rate:.1f} candidates/s)")
         progress.update(task, total=max(event.total, event.done), completed=event.done,
-                        visible=event.done < event.total,
-                        description=f"autotuning %{event.instruction} "
-                                    f"({rate:.1f} candidates/s)")
+                        visible=event.done < event.total, description=f"autotuning {what}")
     return update

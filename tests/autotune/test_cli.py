@@ -93,6 +93,8 @@ def test_autotune_progress_joins_the_pass_bar():
     assert autotune_progress(None) is None
     with _progress_bar(True) as bar:
         update = autotune_progress(bar)
+        update(AutotuneProgress(0, 2, 0, 0.0, "", compiling=2))
+        assert "compiling the candidates of 2" in bar.rich_progress.tasks[-1].description
         update(AutotuneProgress(0, 2, 3, 0.5, "cublas-gemm"))
         update(AutotuneProgress(2, 2, 6, 1.0, "cublas-gemm.1"))
         task = bar.rich_progress.tasks[-1]
