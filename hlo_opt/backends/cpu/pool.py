@@ -38,7 +38,10 @@ TASK = ir.FunctionType(T.I8P, [T.I8P])
 RUN_TYPE = ir.FunctionType(ir.VoidType(), [TASK.as_pointer(), T.I8PP, T.I64, T.I64])
 MAX_WORKERS = 255
 MAX_BLOCKS = 0xFFFF          # the 16-bit fields of ``state``; more runs serially
-WORKER_SPIN = 1 << 14        # pause rounds an idle worker waits before it sleeps
+# pause rounds an idle worker waits before it sleeps: a few microseconds, for kernels
+# in a row.  Longer spins (2**10, 2**14) made benchmarks/cpu_vs_xla.py slower and
+# bimodal on a busy 2-core machine (the spinning worker takes the CPU the caller needs).
+WORKER_SPIN = 1 << 8
 CALLER_SPIN = 1 << 12        # pause rounds the caller waits before it yields
 # glibc's pthread_mutex_t / pthread_cond_t are 40 / 48 bytes on x86_64, 48 / 48 on
 # aarch64: both live in 64 aligned bytes of their own
@@ -273,9 +276,12 @@ class _Pool:
         asleep = b.load_atomic(self.sleepers, "seq_cst", 8)
         b.cbranch(b.icmp_unsigned("!=", asleep, c(0)), bb["wake"], bb["work"])
         b.position_at_end(bb["wake"])
+        # a worker that saw the old state holds the mutex until it waits: once we have
+        # held it, every such worker waits, and the broadcast (outside the mutex, so a
+        # woken worker does not block on it) reaches it
         b.call(self.mutex_lock, [self.ptr(b, self.mutex)])
-        b.call(self.cond_broadcast, [self.ptr(b, self.cond)])
         b.call(self.mutex_unlock, [self.ptr(b, self.mutex)])
+        b.call(self.cond_broadcast, [self.ptr(b, self.cond)])
         b.branch(bb["work"])
 
         # the caller claims blocks too, then waits for the ones the workers took

@@ -230,3 +230,30 @@ def test_a_forked_child_runs_parallel_executables(tmp_path, monkeypatch, pool_co
     assert os.waitstatus_to_exitcode(status) == 0
     _same(exe.run(args), want)                   # the parent's pool still works
     assert pool_counter(3, 100) == [100] * 3
+
+
+_EXIT_SCRIPT = """
+import sys, threading
+from hlo_opt.backends.cpu import CpuExecutable
+from hlo_opt.backends.interpreter.literals import random_arguments
+from hlo_opt.text.parser import parse_hlo_modules
+m = parse_hlo_modules(sys.stdin.read(), "big.hlo")[0]
+args = random_arguments(m, seed=1)
+exes = [CpuExecutable(m, cache_dir=sys.argv[1]) for _ in range(2)]
+exes[0].run(args)
+def forever():
+    while True:
+        exes[1].run(args)
+threading.Thread(target=forever, daemon=True).start()   # still in the pool at exit
+for _ in range(20):
+    exes[0].run(args)
+print("ok")
+"""
+
+
+def test_the_interpreter_exits_with_workers_alive(tmp_path):
+    import subprocess
+    env = dict(os.environ, **{THREADS_ENV: "3"})
+    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, str(tmp_path)], input=BIG,
+                       capture_output=True, text=True, env=env, timeout=_HANG_GUARD_S)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
