@@ -168,6 +168,7 @@ def test_thread_count_changes_between_executables(tmp_path, monkeypatch):
     _close_to_interpreter(m, args, want)
     for n in (3, 2, 16, 1, 3, 16, 2):
         _, exe = _exe(BIG, tmp_path, monkeypatch, n)
+        assert exe.cache_hit        # a cached object binds the pool when it is loaded
         for _ in range(3):
             _same(exe.run(args), want)
 
