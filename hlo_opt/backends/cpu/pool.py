@@ -17,6 +17,8 @@ caller whose workers are asleep or descheduled runs the blocks itself rather tha
 for them.  The job's ``task``, ``blocks`` and ``stride`` are read only after a successful
 claim, so a late worker never sees a half-written job; ``done`` counts finished blocks
 and the caller spins (``pause``, then ``sched_yield``) until it reaches ``nblocks``.
+A block runs under the caller's floating-point modes (x86's MXCSR: rounding, flush to
+zero), as a thread started for it would, whichever thread runs it.
 An idle worker spins ``WORKER_SPIN`` rounds (at most one worker fewer than the
 process's CPUs spin at a time), then sleeps on a condition variable (``sleepers`` says
 whether the caller must broadcast).
@@ -98,9 +100,13 @@ class _Pool:
         self.cond_init = ext("pthread_cond_init", i32, [T.I8P, T.I8P])
         self.cond_wait = ext("pthread_cond_wait", i32, [T.I8P, T.I8P])
         self.cond_broadcast = ext("pthread_cond_broadcast", i32, [T.I8P])
+        self.fpenv = glob("fpenv", i32, ir.Constant(i32, 0))
+        self.stmxcsr = self.ldmxcsr = None
         if triple.startswith(("x86_64", "i386", "i686")):
             self.pause_fn = ext("llvm.x86.sse2.pause", ir.VoidType(), [])
             self.pause_args = []
+            self.stmxcsr = ext("llvm.x86.sse.stmxcsr", ir.VoidType(), [T.I8P])
+            self.ldmxcsr = ext("llvm.x86.sse.ldmxcsr", ir.VoidType(), [T.I8P])
         elif triple.startswith(("aarch64", "arm64")):
             self.pause_fn = ext("llvm.aarch64.hint", ir.VoidType(), [i32])
             self.pause_args = [ir.Constant(i32, 1)]    # yield
@@ -148,6 +154,8 @@ class _Pool:
         task = b.load(self.task)
         blocks = b.load(self.blocks)
         stride = b.load(self.stride)
+        if self.ldmxcsr is not None:     # the caller's rounding and denormal modes
+            b.call(self.ldmxcsr, [self.ptr(b, self.fpenv)])
         b.call(task, [b.bitcast(b.gep(blocks, [b.mul(i, stride)]), T.I8P)])
         b.atomic_rmw("add", self.done, c(1), "release")
         v.add_incoming(b.load_atomic(self.state, "acquire", 8), run)
@@ -269,6 +277,8 @@ class _Pool:
         b.store(task, self.task)
         b.store(blocks, self.blocks)
         b.store(stride, self.stride)
+        if self.stmxcsr is not None:
+            b.call(self.stmxcsr, [self.ptr(b, self.fpenv)])
         b.store_atomic(c(0), self.done, "monotonic", 8)
         old = b.load_atomic(self.state, "monotonic", 8)
         gen = b.add(b.lshr(old, c(32)), c(1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import sys
 import threading
 import time
@@ -258,3 +259,51 @@ def test_the_interpreter_exits_with_workers_alive(tmp_path):
     r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, str(tmp_path)], input=BIG,
                        capture_output=True, text=True, env=env, timeout=_HANG_GUARD_S)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def _mxcsr_setter():
+    """``hlo_entry(i32 mode) -> i32``: sets this thread's MXCSR, returns the old one."""
+    m = ir.Module(name="mxcsr")
+    threads_global(m)
+    fn = ir.Function(m, ir.FunctionType(T.I32, [T.I32]), "hlo_entry")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    st = ir.Function(m, ir.FunctionType(ir.VoidType(), [T.I8P]), "llvm.x86.sse.stmxcsr")
+    ld = ir.Function(m, ir.FunctionType(ir.VoidType(), [T.I8P]), "llvm.x86.sse.ldmxcsr")
+    old, new = b.alloca(T.I32), b.alloca(T.I32)
+    b.call(st, [b.bitcast(old, T.I8P)])
+    b.store(fn.args[0], new)
+    b.call(ld, [b.bitcast(new, T.I8P)])
+    b.ret(b.load(old))
+    tm = compiler.target_machine(2)
+    m.triple, m.data_layout = tm.triple, str(tm.target_data)
+    obj = compiler.emit_object(compiler.optimize(compiler.parse(str(m)), tm, 2), tm)
+    linked = compiler.link(obj, tm, {})
+    fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(linked.entry)
+    fn.linked = linked
+    return fn
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="MXCSR is x86's")
+def test_blocks_run_under_the_callers_denormal_mode(tmp_path, monkeypatch):
+    """Workers started before the caller set flush-to-zero still flush in its blocks:
+    the 280,000 products of 1e-20 * 1e-20 (denormal) sum to 0 on every thread."""
+    m, serial = _exe(BIG, tmp_path, monkeypatch, 1)
+    args = random_arguments(m, seed=12)
+    args[0] = (np.abs(args[0]) + 1).astype(np.float32) * np.float32(1e-20)
+    args[1] = (np.abs(args[1]) + 1).astype(np.float32) * np.float32(1e-20)
+    exes = [_exe(BIG, tmp_path, monkeypatch, n)[1] for n in (2, 3, 16)]
+    exes[0].run(args)                                    # workers started meanwhile
+    assert np.all(serial.run(args)[2] > 0)               # denormals kept by default
+    setter = _mxcsr_setter()
+    old = setter(0)
+    setter(old | 0x8040)                                 # flush to zero, denormals are zero
+    try:
+        want = serial.run(args)
+        got = [[exe.run(args) for _ in range(10)] for exe in exes]
+    finally:
+        setter(old)
+    assert np.all(want[2] == 0)
+    for runs in got:
+        for r in runs:
+            _same(r, want)
