@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import re
 import threading
 
@@ -18,6 +19,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ...errors import HloError
+from . import pool
 from .ops import LIBM
 
 _INIT = threading.Lock()
@@ -153,6 +155,7 @@ def external_symbols() -> dict:
         names.update({n, n + "f"})
     names.update({"sincos", "sincosf", "memcpy", "memmove", "memset", "malloc", "free",
                   "pthread_create", "pthread_join"})
+    names.update(pool.LIBC)
     for n in sorted(names):
         for lib in libs:
             try:
@@ -176,13 +179,52 @@ class Linked:
 _COUNTER = [0]
 
 
-def link(obj: bytes, tm, imports: dict) -> Linked:
-    """Load ``obj`` into the process's LLJIT for ``tm`` (one per target machine; each
-    module is its own library, freed when its ``Linked`` goes away)."""
-    _init()
+def _lljit(tm):
     lljit = _LLJITS.get(id(tm))
     if lljit is None:
         lljit = _LLJITS[id(tm)] = llvm.create_lljit_compiler(tm)
+    return lljit
+
+
+_POOL: list = []        # [address of hlo_pool_run, its library (never freed)]
+_POOL_LOCK = threading.Lock()
+
+
+def pool_address(tm) -> int:
+    """The address of ``hlo_pool_run`` (``pool.py``): its module compiled and linked
+    the first time an object needs it, one pool per process.  Its library stays loaded
+    until the process exits: the pool's detached workers run its code."""
+    with _POOL_LOCK:
+        if not _POOL:
+            _init()
+            mod = pool.pool_module(tm.triple, len(os.sched_getaffinity(0)))
+            mod.triple = tm.triple
+            mod.data_layout = str(tm.target_data)
+            native = optimize(parse(str(mod)), tm, 2)
+            b = llvm.JITLibraryBuilder().add_object_img(emit_object(native, tm))
+            syms = external_symbols()
+            for name in pool.LIBC:
+                if not syms.get(name):
+                    raise HloError(f"the CPU backend's thread pool needs {name}, which "
+                                   "this process's C library does not provide")
+                b = b.import_symbol(name, syms[name])
+            try:
+                lib = b.export_symbol(pool.POOL_RUN).link(_lljit(tm), "hlo_pool")
+            except RuntimeError as e:
+                raise HloError(f"the CPU backend could not link its thread pool: {e}") \
+                    from e
+            _POOL.extend([lib[pool.POOL_RUN], lib])
+        return _POOL[0]
+
+
+def link(obj: bytes, tm, imports: dict) -> Linked:
+    """Load ``obj`` into the process's LLJIT for ``tm`` (one per target machine; each
+    module is its own library, freed when its ``Linked`` goes away).  An object that
+    calls the thread pool gets ``hlo_pool_run`` too."""
+    _init()
+    lljit = _lljit(tm)
+    if pool.POOL_RUN.encode() in obj and pool.POOL_RUN not in imports:
+        imports = dict(imports, **{pool.POOL_RUN: pool_address(tm)})
     b = llvm.JITLibraryBuilder().add_object_img(obj)
     for name, addr in imports.items():
         if addr:

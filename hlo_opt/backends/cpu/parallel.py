@@ -3,25 +3,24 @@
 A kernel chosen by ``kernels.parallel_trip`` takes two trailing ``i64`` arguments, the
 ``[lo, hi)`` range of its outermost loop.  Its call site becomes a call of
 ``hlo_parallel_for(task, args, nargs, trip)`` (emitted once per LLVM module), which cuts
-``[0, trip)`` into ``hlo_cpu_threads`` contiguous chunks, starts one ``pthread`` per chunk
-but the first (through libc's ``pthread_create``/``pthread_join``, bound by name when the
-object is loaded), runs the first chunk itself and joins the others.  ``task`` is a
-per-kernel thunk ``i8* task(i8** block)`` unpacking ``[args..., lo, hi]``.  A thread that
-cannot be started runs its chunk on the calling thread instead.
+``[0, trip)`` into ``hlo_cpu_threads`` contiguous chunks (fewer when ``trip`` is smaller)
+and hands them to the process's persistent worker pool, ``hlo_pool_run`` (``pool.py``,
+bound by name when the object is loaded), which runs them on its workers and on the
+calling thread and returns when all are done.  ``task`` is a per-kernel thunk
+``i8* task(i8** block)`` unpacking ``[args..., lo, hi]``.  The chunks are the same
+whichever thread runs them, so every thread count and every schedule give the same bits.
 
 ``hlo_cpu_threads`` is a global of the object (1 until the runtime sets it), so the
 thread count is a run-time choice and the cached object does not depend on it.
-Threads are created per parallel kernel call (no persistent pool): that costs tens of
-microseconds, which the work threshold in ``kernels.py`` accounts for.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from . import irtypes as T
+from .pool import TASK, declare_run
 
 THREADS_GLOBAL = "hlo_cpu_threads"
-_TASK = ir.FunctionType(T.I8P, [T.I8P])
 
 
 def threads_global(module: ir.Module):
@@ -39,7 +38,7 @@ def task_thunk(module: ir.Module, kfn: ir.Function, n_ptrs: int) -> ir.Function:
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, _TASK, name)
+    fn = ir.Function(module, TASK, name)
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     blk = b.bitcast(fn.args[0], T.I8PP)
@@ -58,15 +57,10 @@ def parallel_for(module: ir.Module) -> ir.Function:
         return fn
     i64 = T.I64
     c = lambda v: ir.Constant(i64, v)  # noqa: E731
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_TASK.as_pointer(), T.I8PP,
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [TASK.as_pointer(), T.I8PP,
                                                             i64, i64]), "hlo_parallel_for")
     fn.linkage = "internal"
     fn.attributes.add("noinline")
-    pthread_create = module.globals.get("pthread_create") or ir.Function(
-        module, ir.FunctionType(T.I32, [i64.as_pointer(), T.I8P, _TASK.as_pointer(), T.I8P]),
-        "pthread_create")
-    pthread_join = module.globals.get("pthread_join") or ir.Function(
-        module, ir.FunctionType(T.I32, [i64, T.I8PP]), "pthread_join")
     task, args, nargs, trip = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     want = b.load(threads_global(module))
@@ -74,8 +68,6 @@ def parallel_for(module: ir.Module) -> ir.Function:
     nt = b.select(b.icmp_signed("<", trip, want), trip, want)
     stride = b.add(nargs, c(2))
     blocks = b.alloca(T.I8P, b.mul(nt, stride))
-    tids = b.alloca(i64, nt)
-    started = b.alloca(T.I8, nt)
 
     def loop(name, start, end, body):
         pre = b.block
@@ -104,20 +96,6 @@ def parallel_for(module: ir.Module) -> ir.Function:
         b.store(b.inttoptr(hi, T.I8P), b.gep(blk, [b.add(nargs, c(1))]))
     loop("fill", c(0), nt, fill)
 
-    def start(t):
-        blk = b.bitcast(block_of(t), T.I8P)
-        rc = b.call(pthread_create, [b.gep(tids, [t]), ir.Constant(T.I8P, None), task, blk])
-        ok = b.icmp_signed("==", rc, ir.Constant(T.I32, 0))
-        b.store(b.zext(ok, T.I8), b.gep(started, [t]))
-        with b.if_then(b.not_(ok)):
-            b.call(task, [blk])
-    loop("spawn", c(1), nt, start)
-    b.call(task, [b.bitcast(block_of(c(0)), T.I8P)])
-
-    def join(t):
-        ok = b.icmp_signed("!=", b.load(b.gep(started, [t])), ir.Constant(T.I8, 0))
-        with b.if_then(ok):
-            b.call(pthread_join, [b.load(b.gep(tids, [t])), ir.Constant(T.I8PP, None)])
-    loop("join", c(1), nt, join)
+    b.call(declare_run(module), [task, blocks, nt, stride])
     b.ret_void()
     return fn

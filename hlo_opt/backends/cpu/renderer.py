@@ -9,8 +9,9 @@ i8** consts)`` calls the entry computation's function, so a run is one native ca
 
 External symbols are bound by name when the object is loaded (``compiler.py``):
 ``hlo_cpu_host`` (host library calls: ``void(i64 step, i8** ptrs)``), the cblas gemms,
-libm, ``malloc``/``free`` and ``pthread_create``/``pthread_join`` (large kernels split
-their outer loop over threads: ``parallel.py``; ``hlo_cpu_threads`` is exported).
+libm, ``malloc``/``free`` and ``hlo_pool_run`` (large kernels split their outer loop
+over the process's worker pool: ``parallel.py``, ``pool.py``; ``hlo_cpu_threads`` is
+exported).
 Nothing address-dependent is baked into the IR, so the object can be cached on disk.
 """
 from __future__ import annotations
