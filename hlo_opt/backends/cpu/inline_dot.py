@@ -26,6 +26,7 @@ from llvmlite import ir
 
 from . import irtypes as T
 from .blas import COL_MAJOR, NO_TRANS, Gemm
+from .irloop import counted_loop
 
 GEMV_MAX_FLOPS = 1 << 24      # m * n * k of one batch element
 UNROLL = 8    # partial sums of the dot-product form
@@ -61,22 +62,7 @@ class _Loops:
 
     def loop(self, trip: int, body, start: int = 0):
         """for v in [start, trip): body(v) -- ``trip`` > ``start``."""
-        b = self.b
-        if trip - start == 1:
-            body(ir.Constant(T.I64, start))
-            return
-        pre = b.block
-        head = b.append_basic_block("dot.loop")
-        after = b.append_basic_block("dot.after")
-        b.branch(head)
-        b.position_at_end(head)
-        v = b.phi(T.I64)
-        v.add_incoming(ir.Constant(T.I64, start), pre)
-        body(v)
-        nxt = b.add(v, ir.Constant(T.I64, 1))
-        v.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, ir.Constant(T.I64, trip)), head, after)
-        b.position_at_end(after)
+        counted_loop(self.b, start, trip, body, "dot.loop")
 
 
 def render_inline_dot(module: ir.Module, name: str, g: Gemm) -> ir.Function:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import irtypes as T
+from .irloop import counted_loop
 from .pool import TASK, declare_run
 
 THREADS_GLOBAL = "hlo_cpu_threads"
@@ -69,32 +70,18 @@ def parallel_for(module: ir.Module) -> ir.Function:
     stride = b.add(nargs, c(2))
     blocks = b.alloca(T.I8P, b.mul(nt, stride))
 
-    def loop(name, start, end, body):
-        pre = b.block
-        head = b.append_basic_block(name)
-        after = b.append_basic_block(name + ".after")
-        b.cbranch(b.icmp_signed("<", start, end), head, after)
-        b.position_at_end(head)
-        i = b.phi(i64)
-        i.add_incoming(start, pre)
-        body(i)
-        nxt = b.add(i, c(1))
-        i.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, end), head, after)
-        b.position_at_end(after)
-
     def block_of(t):
         return b.gep(blocks, [b.mul(t, stride)])
 
     def fill(t):
         blk = block_of(t)
-        loop("copy", c(0), nargs,
-             lambda j: b.store(b.load(b.gep(args, [j])), b.gep(blk, [j])))
+        counted_loop(b, c(0), nargs,
+             lambda j: b.store(b.load(b.gep(args, [j])), b.gep(blk, [j])), "copy")
         lo = b.udiv(b.mul(trip, t), nt)
         hi = b.udiv(b.mul(trip, b.add(t, c(1))), nt)
         b.store(b.inttoptr(lo, T.I8P), b.gep(blk, [nargs]))
         b.store(b.inttoptr(hi, T.I8P), b.gep(blk, [b.add(nargs, c(1))]))
-    loop("fill", c(0), nt, fill)
+    counted_loop(b, c(0), nt, fill, "fill")
 
     b.call(declare_run(module), [task, blocks, nt, stride])
     b.ret_void()

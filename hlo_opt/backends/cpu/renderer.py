@@ -24,6 +24,7 @@ from ...codegen.elemental import ElementalUnsupported
 from ...codegen.plan import Control, Kernel, LibraryCall
 from . import irtypes as T
 from .blas import NO_TRANS, gemm_plan
+from .irloop import counted_loop
 from .kernels import KernelRenderer, RenderContext, parallel_trip
 from .parallel import parallel_for, task_thunk, threads_global
 from .inline_dot import is_inline, render_inline_dot
@@ -293,21 +294,9 @@ class ModuleRenderer:
         if g.batch == 1:
             b.call(fn, args(pa, pb, pc))
             return
-        pre = b.block
-        head = b.append_basic_block("gemm.batch")
-        after = b.append_basic_block("gemm.after")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(T.I64)
-        i.add_incoming(c64(0), pre)
-        a_i = b.gep(pa, [b.mul(i, c64(g.m * g.k))])
-        b_i = b.gep(pb, [b.mul(i, c64(g.k * g.n))])
-        c_i = b.gep(pc, [b.mul(i, c64(g.m * g.n))])
-        b.call(fn, args(a_i, b_i, c_i))
-        nxt = b.add(i, c64(1))
-        i.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, c64(g.batch)), head, after)
-        b.position_at_end(after)
+        counted_loop(b, 0, g.batch, lambda i: b.call(fn, args(
+            b.gep(pa, [b.mul(i, c64(g.m * g.k))]), b.gep(pb, [b.mul(i, c64(g.k * g.n))]),
+            b.gep(pc, [b.mul(i, c64(g.m * g.n))]))), "gemm.batch")
         _ = NO_TRANS
 
     def _conv(self, st, cp):
