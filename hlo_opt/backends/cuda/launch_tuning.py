@@ -5,10 +5,10 @@ plan is built once per :class:`~.emitters.LaunchConfig` that changes the generat
 or the launch: threads per block (loop and in-place kernels), the grid cap, threads per
 row for row reductions and row normalisations, elements per thread (vector width) of loop
 kernels, shared-memory tiles for transposes on or off and their thread tile (32 x block/32
-threads walk each 32 x 32 tile).  Variants that produce identical kernels are merged.  The chosen configuration is written into the
-fusion's ``backend_config`` as ``launch_config`` (an hlo-opt field: XLA has no launch knob
-for non-Triton fusions) and read back by :func:`launch_config_of` when the program is
-built.
+threads walk each 32 x 32 tile).  Variants that produce identical kernels are merged.
+The chosen configuration is written into the fusion's ``backend_config`` as
+``launch_config`` (an hlo-opt field: XLA has no launch knob for non-Triton fusions) and
+read back by :func:`launch_config_of` when the program is built.
 
 A cuDNN convolution call is cut out the same way and built once per conv algorithm
 (:func:`conv_variants`): candidates keyed ``CandidateKey.cudnn(algo_id)``, which
