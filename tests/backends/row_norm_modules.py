@@ -58,6 +58,36 @@ ENTRY %main (x: f32[{rows},{n}], g: f32[{n}]) -> f32[{rows},{n}] {{
 }}
 """
 
+# softmax backward (y * (dy - sum(dy * y)), y recomputed from s): one fusion of three
+# reductions reading two inputs
+_SOFTMAX_BACKWARD = """HloModule softmax_backward_{name}
+%mx (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}}
+%sum (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+ENTRY %main (x: f32[{rows},{n}], dy: f32[{rows},{n}]) -> f32[{rows},{n}] {{
+  %x = f32[{rows},{n}] parameter(0)
+  %dy = f32[{rows},{n}] parameter(1)
+  %ninf = f32[] constant(-inf)
+  %rmax = f32[{rows}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%mx
+  %bmax = f32[{rows},{n}] broadcast(%rmax), dimensions={{0}}
+  %e = f32[{rows},{n}] exponential(subtract(%x, %bmax))
+  %zero = f32[] constant(0)
+  %rsum = f32[{rows}] reduce(%e, %zero), dimensions={{1}}, to_apply=%sum
+  %bsum = f32[{rows},{n}] broadcast(%rsum), dimensions={{0}}
+  %y = f32[{rows},{n}] divide(%e, %bsum)
+  %rdot = f32[{rows}] reduce(multiply(%dy, %y), %zero), dimensions={{1}}, to_apply=%sum
+  %bdot = f32[{rows},{n}] broadcast(%rdot), dimensions={{0}}
+  ROOT %dx = f32[{rows},{n}] multiply(%y, subtract(%dy, %bdot))
+}}
+"""
+
 
 def extra_texts() -> list[tuple[str, str]]:
     out = [(f"softmax_{t}_{r}x{n}", _SOFTMAX.format(name=f"{t}_{r}x{n}", t=t, rows=r, n=n))
@@ -66,6 +96,9 @@ def extra_texts() -> list[tuple[str, str]]:
     out += [(f"layer_norm_{r}x{n}", _LAYER_NORM.format(name=f"{r}x{n}", rows=r, n=n,
                                                        inv=repr(1.0 / n)))
             for r, n in ((3, 3000), (33, 96))]
+    out += [(f"softmax_backward_{r}x{n}", _SOFTMAX_BACKWARD.format(name=f"{r}x{n}", rows=r,
+                                                                 n=n))
+            for r, n in ((3, 5000), (2, 7000))]
     return out
 
 
@@ -83,4 +116,19 @@ def cases() -> list:
         fused = raw.clone()
         assert create_pass("triton-softmax-rewriter").run(fused), name
         out.append((name, raw, fused))
+    return out
+
+
+@functools.cache
+def merge_cases() -> list:
+    """[(name, module as written, module after triton-softmax-rewriter)] of the modules
+    whose rows become several fusions (training steps)."""
+    from hlo_opt.api import parse_hlo
+    from passes.registry import create_pass
+    out = []
+    for c in chunks("triton_softmax_merge.hlo"):
+        raw = parse_hlo(c.text)
+        fused = raw.clone()
+        assert create_pass("triton-softmax-rewriter").run(fused), c.name
+        out.append((c.name, raw, fused))
     return out
