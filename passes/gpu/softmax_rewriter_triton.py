@@ -342,7 +342,7 @@ def _row_op(inst, rows: tuple) -> bool:
         src = tuple(inst.operands[0].shape.dims)
         if dims == rows:
             return src != rows and math.prod(src) == math.prod(rows) and \
-                inst.operands[0].shape.rank > 0
+                inst.operands[0].shape.rank > 0 and _default_layout(inst.operands[0].shape)
         return is_per_row(dims, rows) and is_per_row(src, rows)
     return False
 
@@ -476,7 +476,9 @@ def _sink_row_bitcasts(comp, rows: tuple) -> None:
         if not any(_is_row_bitcast(o, rows) and _row_op(o.operands[0], rows)
                    for o in inst.operands):
             continue
-        if not all(_default_layout(o.shape) for o in inst.operands):
+        # operands of the op's own shape only (a clamp may take scalar bounds)
+        if not all(tuple(o.shape.dims) == tuple(inst.shape.dims) and
+                   _default_layout(o.shape) for o in inst.operands):
             continue
         operands = [_rows_view(comp, o, rows) for o in inst.operands]
         new = comp.add(inst.opcode, with_default_layout(inst.shape.with_dims(rows)),

@@ -34,6 +34,19 @@ def test_training_step_kernels_match_interpreter(case):
     assert r.status == "pass", r.detail
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_random_training_modules_match_interpreter(seed):
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.cuda.check import check_executable
+    from passes.registry import create_pass
+    from tests.backends.row_norm_modules import random_training_text
+    raw = parse_hlo(random_training_text(seed))
+    fused = raw.clone()
+    assert create_pass("triton-softmax-rewriter").run(fused)
+    r = check_executable(raw, CpuExecutable(fused, cache=False), seed=5)
+    assert r.status == "pass", r.detail
+
+
 def test_rows_split_over_threads(monkeypatch):
     """A large softmax takes the threaded path (chunks of rows) and stays equal."""
     from hlo_opt.api import parse_hlo

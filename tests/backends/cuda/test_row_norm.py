@@ -80,6 +80,27 @@ def test_training_step_kernels_match_interpreter(case):
     assert r.status == "pass", r.detail
 
 
+def test_random_training_modules_match_interpreter():
+    require_gxx()
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.backends.cuda_sim import compile_batch
+    from passes.registry import create_pass
+    from tests.backends.row_norm_modules import random_training_text
+    raws, progs, names = [], [], set()
+    for seed in range(8):
+        raw = parse_hlo(random_training_text(seed))
+        fused = raw.clone()
+        assert create_pass("triton-softmax-rewriter").run(fused)
+        raws.append(raw)
+        progs.append(build_program(fused, H100, names=names))
+    for raw, exe in zip(raws, compile_batch(progs, parts=2)):
+        r = check_executable(raw, exe, seed=3)
+        assert r.status == "pass", (raw.name, r.detail)
+
+
 @pytest.fixture(scope="module")
 def compiled():
     require_nvrtc()

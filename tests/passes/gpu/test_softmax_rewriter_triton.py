@@ -21,6 +21,21 @@ def test_lit_modules(chunk):
     assert result.changed != chunk.name.startswith("keep_"), chunk.name
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_random_training_modules(seed):
+    """Kernels sharing and recomputing producers stay equal to the module as written,
+    and each is one row normalisation (what the backends emit)."""
+    from hlo_opt.codegen.row_norm import analyze, is_triton_norm_fusion
+    from tests.backends.row_norm_modules import random_training_text
+    module = parse_hlo(random_training_text(seed))
+    assert check_pass(module, [SoftmaxRewriterTriton()]).changed
+    fused = module.clone()
+    SoftmaxRewriterTriton().run(fused)
+    for inst in fused.entry.instructions:
+        if is_triton_norm_fusion(inst):
+            assert analyze(inst.fused_computation)[0] is not None, inst.name
+
+
 def _pipeline_kernels(path, device=None):
     from hlo_opt import passes_api
     from hlo_opt.flags import DebugOptions
