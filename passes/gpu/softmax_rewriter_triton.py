@@ -314,8 +314,9 @@ def _grow(fusion) -> bool:
 
 def _row_op(inst, rows: tuple) -> bool:
     """Can ``inst`` join a normalisation of ``rows`` (an R-shaped elementwise op, a
-    reduction of the last dimension of an R-shaped operand, a per-row value, a broadcast
-    or a constant, or a ``__triton`` normalisation of the same rows)?  Elementwise ops
+    reduction of the last dimension of an R-shaped operand, a per-row value, a vector
+    along the row (a scale), a broadcast or a constant, or a ``__triton`` normalisation
+    of the same rows)?  Elementwise ops
     of another shape with as many elements join through a bitcast to R (a reshaped gemm
     output): nothing computed from a reduction reaches them.  What depends on a
     reduction is checked by :func:`hlo_opt.codegen.row_norm.analyze_instructions`."""
@@ -334,10 +335,10 @@ def _row_op(inst, rows: tuple) -> bool:
     if op == "constant":
         return inst.shape.rank == 0
     if is_elementwise(op):
-        return dims == rows or is_per_row(dims, rows) or \
+        return dims in (rows, rows[-1:]) or is_per_row(dims, rows) or \
             (inst.shape.rank > 0 and math.prod(dims) == math.prod(rows))
     if op == "broadcast":
-        return dims == rows or is_per_row(dims, rows)
+        return dims in (rows, rows[-1:]) or is_per_row(dims, rows)
     if op in ("bitcast", "reshape"):
         src = tuple(inst.operands[0].shape.dims)
         if dims == rows:

@@ -137,7 +137,7 @@ def merge_cases() -> list:
 def random_training_text(seed: int) -> str:
     """A seeded module of rows f32[2,3,16] in the shape of a training step: a max
     diamond on ``x``, then random elementwise ops, row reductions broadcast back, a scale
-    vector, products in a gemm's 2-D view (bitcasts), and a few of the values (rows,
+    vector (or a product of it), products in a gemm's 2-D view (bitcasts), and a few of the values (rows,
     per-row values, a column reduction) as outputs, so that the rewriter's kernels share
     and recompute producers."""
     import random
@@ -173,7 +173,8 @@ def random_training_text(seed: int) -> str:
             pv.append(v)
             rv.append(new(f"broadcast(%{v}), dimensions={{0,1}}", rows))
         elif c < 0.8:
-            rv.append(new("broadcast(%g), dimensions={2}", rows))
+            vec = "g" if r.random() < 0.5 else new("multiply(%g, %g)", "f32[16]")
+            rv.append(new(f"broadcast(%{vec}), dimensions={{2}}", rows))
         else:
             t = new(f"bitcast(%{r.choice(rv)})", flat)
             tv.append(new(f"multiply(%{t}, %{r.choice(tv)})", flat))
