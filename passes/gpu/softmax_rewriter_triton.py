@@ -367,17 +367,15 @@ def _cone(sink, rows: tuple) -> list:
     its operands the kernel does not read yet are at most its own size (in whole rows,
     see :func:`_read_bytes`).  So a layer norm's mean and variance, or a softmax's
     exponentials, are recomputed from its input by each kernel that needs them, while
-    the sum of two gradients is read, not recomputed."""
+    the sum of two gradients is read, not recomputed.  A producer all of whose users are
+    members joins as it is, even where a member it feeds is one computed again (the sum
+    of gemm outputs behind the bitcast every kernel of a layer norm's backward reads)."""
     comp = sink.parent
     cone = {sink: None}
+    inputs = dict.fromkeys(sink.operands)   # what the members read from outside
     changed = True
     while changed:
         changed = False
-        inputs: dict = {}
-        for m in cone:
-            for o in m.operands:
-                if o not in cone:
-                    inputs[o] = None
         for p in list(inputs):
             if p in cone or p is comp.root or not _row_op(p, rows):
                 continue
@@ -392,6 +390,7 @@ def _cone(sink, rows: tuple) -> list:
                 if extra > _read_bytes(p, rows):
                     continue
             cone[p] = None
+            del inputs[p]
             for o in p.operands:
                 if o not in cone:
                     inputs[o] = None
