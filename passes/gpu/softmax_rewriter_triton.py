@@ -476,9 +476,10 @@ def _sink_row_bitcasts(comp, rows: tuple) -> None:
         if not any(_is_row_bitcast(o, rows) and _row_op(o.operands[0], rows)
                    for o in inst.operands):
             continue
-        # operands of the op's own shape only (a clamp may take scalar bounds)
+        # operands of the op's own shape only (a clamp may take scalar bounds); an op on a
+        # gemm's result stays for the cuBLAS rewriter's epilogue (bias, scaling)
         if not all(tuple(o.shape.dims) == tuple(inst.shape.dims) and
-                   _default_layout(o.shape) for o in inst.operands):
+                   _default_layout(o.shape) and o.opcode != "dot" for o in inst.operands):
             continue
         operands = [_rows_view(comp, o, rows) for o in inst.operands]
         new = comp.add(inst.opcode, with_default_layout(inst.shape.with_dims(rows)),
