@@ -43,6 +43,13 @@ def _squeeze(dims) -> tuple:
     return tuple(n for n in dims if n != 1)
 
 
+def is_per_row(dims, r_dims) -> bool:
+    """A per-row shape of rows ``r_dims``: not the rows, the batch dims give or take
+    dimensions of size 1."""
+    dims, r_dims = tuple(dims), tuple(r_dims)
+    return dims != r_dims and _squeeze(dims) == _squeeze(r_dims[:-1])
+
+
 def _along_batch(bcast, b_dims) -> bool:
     """A broadcast of a per-row value along the row: the operand's non-degenerate dims
     are the batch dims, in order."""
@@ -87,7 +94,7 @@ def analyze_instructions(root, order, seeds=()) -> tuple[RowNorm | None, str]:
         if inst in dependent or not any(o in dependent for o in inst.operands):
             continue
         dims = tuple(inst.shape.dims)
-        per_row = dims != r_dims and _squeeze(dims) == _squeeze(b_dims)
+        per_row = is_per_row(dims, r_dims)
         if is_elementwise(inst.opcode) and (dims == r_dims or per_row):
             dependent.add(inst)
             continue

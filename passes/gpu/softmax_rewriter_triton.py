@@ -32,19 +32,33 @@ move in, and so does its only user when that is an elementwise op over the same 
 Softmax (max, subtract, exp, sum, divide) and layer norm (mean, variance, scale, shift)
 become one fusion each, as XLA's output has them.
 
+Priority fusion also fuses a producer into all its Triton consumers at once, recomputing
+it in each, which is how XLA's backward passes become one kernel per output: every value
+of a normalisation's rows that something outside still reads becomes the root of one
+fusion with its *cone*, its producers of the same rows (elementwise ops, reductions of
+the row, per-row values, broadcasts, other normalisations of the rows), those used
+elsewhere included when recomputing them reads no more than loading them (a layer norm's
+statistics, a softmax's exponentials: see ``_cone``).  A cone becomes a fusion when it
+holds one of the normalisations and stays one row normalisation.  Elementwise ops on a
+bitcast of the rows (a gemm's 2-D view) are first rewritten onto the rows themselves.
+Layer-norm backward (``dx`` and the ``dy * xhat`` of the scale's gradient) and softmax
+backward (``y * (dy - sum(dy * y))``) each become one fusion, as in XLA's output.
+
 XLA runs the pass for Ampere and newer (``module.config.device``) after
 reduction-layout-normalizer; ``gpu_pipelines.post_layout_assignment`` places it there.
 """
 from __future__ import annotations
 
 import json
+import math
 
-from hlo_opt.analysis.layout import has_default_layout
+from hlo_opt.analysis.layout import has_default_layout, with_default_layout
 from hlo_opt.codegen.row_norm import (TRITON_FUSION_KIND, analyze, analyze_instructions,
-                                      is_triton_norm_fusion)
+                                      is_per_row, is_triton_norm_fusion)
 from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion
-from hlo_opt.rewrite.graph import fusible_computations, rename_computation
+from hlo_opt.rewrite.graph import (fusible_computations, remove_dead_operands,
+                                   rename_computation)
 
 # XLA's Triton emitter takes these for normalisations (unsigned integers it declines)
 SUPPORTED_TYPES = frozenset({"f16", "bf16", "f32", "f64", "s8", "s16", "s32", "s64"})
@@ -298,6 +312,207 @@ def _grow(fusion) -> bool:
     return changed
 
 
+def _row_op(inst, rows: tuple) -> bool:
+    """Can ``inst`` join a normalisation of ``rows`` (an R-shaped elementwise op, a
+    reduction of the last dimension of an R-shaped operand, a per-row value, a vector
+    along the row (a scale), a broadcast or a constant, or a ``__triton`` normalisation
+    of the same rows)?  Elementwise ops
+    of another shape with as many elements join through a bitcast to R (a reshaped gemm
+    output): nothing computed from a reduction reaches them.  What depends on a
+    reduction is checked by :func:`hlo_opt.codegen.row_norm.analyze_instructions`."""
+    if inst.has_control_edges or not inst.shape.is_array() or \
+            not _default_layout(inst.shape):
+        return False
+    dims = tuple(inst.shape.dims)
+    if is_triton_norm_fusion(inst):
+        return dims == rows
+    op = inst.opcode
+    if op in ("parameter", "fusion") or not _supported(inst):
+        return False
+    if op == "reduce":
+        return tuple(inst.operands[0].shape.dims) == rows and dims == rows[:-1] and \
+            tuple(inst.dimensions) == (len(rows) - 1,) and _identity_ok(inst.operands[1])
+    if op == "constant":
+        return inst.shape.rank == 0
+    if is_elementwise(op):
+        return dims in (rows, rows[-1:]) or is_per_row(dims, rows) or \
+            (inst.shape.rank > 0 and math.prod(dims) == math.prod(rows))
+    if op == "broadcast":
+        return dims in (rows, rows[-1:]) or is_per_row(dims, rows)
+    if op in ("bitcast", "reshape"):
+        src = tuple(inst.operands[0].shape.dims)
+        if dims == rows:
+            return src != rows and math.prod(src) == math.prod(rows) and \
+                inst.operands[0].shape.rank > 0 and _default_layout(inst.operands[0].shape)
+        return is_per_row(dims, rows) and is_per_row(src, rows)
+    return False
+
+
+def _read_bytes(inst, rows: tuple) -> int:
+    """What a kernel of ``rows`` reading ``inst`` loads, counting whole arrays of the
+    rows' size only: a per-row value or a vector a broadcast spreads is a small
+    fraction of a row's traffic."""
+    while inst.opcode == "broadcast":
+        inst = inst.operands[0]
+    if not inst.shape.is_array() or math.prod(inst.shape.dims) < math.prod(rows):
+        return 0
+    return inst.shape.byte_size()
+
+
+def _cone(sink, rows: tuple) -> list:
+    """The producers of ``sink`` one normalisation kernel computes with it (post order,
+    ``sink`` last).  A row op used only inside joins.  One with users elsewhere, all of
+    them row ops (XLA's priority fusion duplicates a producer only into all its users
+    at once), is computed again inside when that reads no more than loading it would:
+    its operands the kernel does not read yet are at most its own size (in whole rows,
+    see :func:`_read_bytes`).  So a layer norm's mean and variance, or a softmax's
+    exponentials, are recomputed from its input by each kernel that needs them, while
+    the sum of two gradients is read, not recomputed.  A producer all of whose users are
+    members joins as it is, even where a member it feeds is one computed again (the sum
+    of gemm outputs behind the bitcast every kernel of a layer norm's backward reads)."""
+    comp = sink.parent
+    cone = {sink: None}
+    inputs = dict.fromkeys(sink.operands)   # what the members read from outside
+    changed = True
+    while changed:
+        changed = False
+        for p in list(inputs):
+            if p in cone or p is comp.root or not _row_op(p, rows):
+                continue
+            if not all(u in cone for u in p.users):
+                # XLA duplicates a producer only into all its users at once (constants
+                # and broadcasts go into every consumer anyway)
+                if p.opcode not in ("constant", "broadcast") and \
+                        not all(_row_op(u, rows) for u in p.users):
+                    continue
+                extra = sum(_read_bytes(o, rows) for o in dict.fromkeys(p.operands)
+                            if o not in cone and o not in inputs)
+                if extra > _read_bytes(p, rows):
+                    continue
+            cone[p] = None
+            del inputs[p]
+            for o in p.operands:
+                if o not in cone:
+                    inputs[o] = None
+            changed = True
+    # post order of the members
+    order, seen = [], set()
+    stack = [(sink, False)]
+    while stack:
+        x, done = stack.pop()
+        if done:
+            order.append(x)
+            continue
+        if x in seen:
+            continue
+        seen.add(x)
+        stack.append((x, True))
+        for o in reversed(x.operands):
+            if o in cone and o not in seen:
+                stack.append((o, False))
+    return order
+
+
+def _cone_is_normalisation(sink, order) -> bool:
+    """One row normalisation once fused: the triton members' results count as computed
+    from a reduction, and each of them stays one with its operands from the cone
+    treated so."""
+    tritons = [m for m in order if is_triton_norm_fusion(m)]
+    if not tritons:
+        return False
+    members = set(order)
+    for t in tritons:
+        seeds = tuple(t.fused_computation.parameters[i]
+                      for i, o in enumerate(t.operands) if o in members)
+        if seeds and analyze(t.fused_computation, seeds=seeds)[0] is None:
+            return False
+    rn, why = analyze_instructions(sink, order, seeds=tuple(tritons))
+    return rn is not None or why == "no reduction"
+
+
+def _fuse_cone(comp, order):
+    sink = order[-1]
+    if is_triton_norm_fusion(sink):
+        fusion = sink
+    else:
+        fusion = create_fusion(comp, sink, "kCustom", name="triton_softmax", move=True)
+        rename_computation(comp.module, fusion.called[0], "triton_softmax_computation")
+    for inst in reversed(order[:-1]):
+        if inst in fusion.operands:
+            absorb(fusion, inst, move=True)
+    _set_backend_config(fusion)
+    return fusion
+
+
+def _is_row_bitcast(inst, rows: tuple) -> bool:
+    """A bitcast of an R-shaped value to another shape (a gemm's 2-D view of it)."""
+    return inst.opcode == "bitcast" and tuple(inst.operands[0].shape.dims) == rows and \
+        _default_layout(inst.operands[0].shape) and _default_layout(inst.shape)
+
+
+def _rows_view(comp, inst, rows: tuple):
+    """``inst`` (default layout, as many elements as the rows) seen as R."""
+    if _is_row_bitcast(inst, rows):
+        return inst.operands[0]
+    if inst.opcode == "broadcast" and _is_scalar_constant(inst.operands[0]):
+        return comp.add("broadcast", with_default_layout(inst.shape.with_dims(rows)),
+                        [inst.operands[0]], name=inst.name, attrs={"dimensions": []})
+    return comp.add("bitcast", with_default_layout(inst.shape.with_dims(rows)), [inst],
+                    name="bitcast")
+
+
+def _sink_row_bitcasts(comp, rows: tuple) -> None:
+    """``op(bitcast(a), b)`` with ``a`` of the rows' shape R becomes
+    ``bitcast(op(a, bitcast(b)))``: the elementwise op then reads the normalisation's
+    rows and can join it (a layer norm's output times a gradient in a gemm's 2-D
+    shape), as XLA's bitcast handling lets its tiling see through."""
+    n = math.prod(rows)
+    for inst in comp.post_order():
+        if not is_elementwise(inst.opcode) or inst.has_control_edges or \
+                not inst.shape.is_array() or inst.shape.rank == 0 or \
+                tuple(inst.shape.dims) == rows or math.prod(inst.shape.dims) != n or \
+                not _default_layout(inst.shape) or not _supported(inst):
+            continue
+        if not any(_is_row_bitcast(o, rows) and _row_op(o.operands[0], rows)
+                   for o in inst.operands):
+            continue
+        # operands of the op's own shape only (a clamp may take scalar bounds); an op on a
+        # gemm's result stays for the cuBLAS rewriter's epilogue (bias, scaling)
+        if not all(tuple(o.shape.dims) == tuple(inst.shape.dims) and
+                   _default_layout(o.shape) and o.opcode != "dot" for o in inst.operands):
+            continue
+        operands = [_rows_view(comp, o, rows) for o in inst.operands]
+        new = comp.add(inst.opcode, with_default_layout(inst.shape.with_dims(rows)),
+                       operands, name=inst.name, attrs=dict(inst.attrs))
+        out = comp.add("bitcast", inst.shape, [new], name="bitcast")
+        old_operands = list(dict.fromkeys(inst.operands))
+        comp.replace_instruction(inst, out)
+        remove_dead_operands(comp, old_operands)
+
+
+def _merge_normalisations(comp, rows: tuple) -> bool:
+    """Grow the ``__triton`` normalisations of ``rows`` in ``comp`` as XLA's priority
+    fusion does: every value of those rows that something still reads becomes the root
+    of one kernel with its cone (:func:`_cone`) when that holds a normalisation (users
+    first, so a producer another kernel computes again is left to those still reading
+    it)."""
+    changed = False
+    for inst in reversed(comp.post_order()):
+        if inst.parent is not comp or tuple(inst.shape.dims if inst.shape.is_array()
+                                            else ()) != rows:
+            continue
+        if not inst.user_count and comp.root is not inst:
+            continue
+        if not _row_op(inst, rows):
+            continue
+        order = _cone(inst, rows)
+        if len(order) < 2 or not _cone_is_normalisation(inst, order):
+            continue
+        _fuse_cone(comp, order)
+        changed = True
+    return changed
+
+
 class SoftmaxRewriterTriton:
     name = "triton-softmax-rewriter"
 
@@ -324,6 +539,9 @@ class SoftmaxRewriterTriton:
             for f in fusions:
                 if f.parent is comp:
                     _grow(f)
+            for rows in sorted({tuple(f.shape.dims) for f in fusions if f.parent is comp}):
+                _sink_row_bitcasts(comp, rows)
+                _merge_normalisations(comp, rows)
         return changed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backends.row_norm_modules import cases
+from tests.backends.row_norm_modules import cases, merge_cases
 
 pytest.importorskip("llvmlite", reason="the cpu backend needs llvmlite")
 from hlo_opt.backends.cpu import CpuExecutable  # noqa: E402
@@ -17,6 +17,32 @@ def test_row_norm_kernel_matches_interpreter(case):
     from hlo_opt.codegen.plan import make_plan
     name, raw, fused = case
     assert [s.kind for _, s in make_plan(fused).steps()] == ["row_normalization"]
+    r = check_executable(raw, CpuExecutable(fused, cache=False), seed=5)
+    assert r.status == "pass", r.detail
+
+
+@pytest.mark.parametrize("case", merge_cases(), ids=lambda c: c[0])
+def test_training_step_kernels_match_interpreter(case):
+    """Several row normalisations of the same rows, each recomputing the statistics it
+    needs, beside the other kernels of the module."""
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.codegen.plan import make_plan
+    name, raw, fused = case
+    kinds = [s.kind for _, s in make_plan(fused).steps()]
+    assert kinds.count("row_normalization") >= 2, kinds
+    r = check_executable(raw, CpuExecutable(fused, cache=False), seed=5)
+    assert r.status == "pass", r.detail
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_training_modules_match_interpreter(seed):
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.cuda.check import check_executable
+    from passes.registry import create_pass
+    from tests.backends.row_norm_modules import random_training_text
+    raw = parse_hlo(random_training_text(seed))
+    fused = raw.clone()
+    assert create_pass("triton-softmax-rewriter").run(fused)
     r = check_executable(raw, CpuExecutable(fused, cache=False), seed=5)
     assert r.status == "pass", r.detail
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.backends.cuda.support import assert_compiled_entries, assert_no_spills, require_gxx, require_nvrtc
-from tests.backends.row_norm_modules import cases
+from tests.backends.row_norm_modules import cases, merge_cases
 
 IDS = [c[0] for c in cases()]
 
@@ -61,6 +61,44 @@ def test_cuda_sim_matches_interpreter(name):
     raw = next(r for n, r, _ in cases() if n == name)
     r = check_executable(raw, _sim()[name], seed=3)
     assert r.status == "pass", r.detail
+
+
+@pytest.mark.parametrize("case", merge_cases(), ids=lambda c: c[0])
+def test_training_step_kernels_match_interpreter(case):
+    """Several row normalisations of the same rows (each recomputing the statistics it
+    needs) beside the module's other kernels, under cuda-sim."""
+    require_gxx()
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.backends.cuda_sim import compile_batch
+    name, raw, fused = case
+    prog = build_program(fused, H100, names=set())
+    kinds = [k.kind for k in prog.kernels]
+    assert kinds.count("row_normalization") >= 2, kinds
+    r = check_executable(raw, compile_batch([prog], parts=1)[0], seed=3)
+    assert r.status == "pass", r.detail
+
+
+def test_random_training_modules_match_interpreter():
+    require_gxx()
+    from hlo_opt.analysis.device import H100
+    from hlo_opt.api import parse_hlo
+    from hlo_opt.backends.cuda.check import check_executable
+    from hlo_opt.backends.cuda.program import build_program
+    from hlo_opt.backends.cuda_sim import compile_batch
+    from passes.registry import create_pass
+    from tests.backends.row_norm_modules import random_training_text
+    raws, progs, names = [], [], set()
+    for seed in range(8):
+        raw = parse_hlo(random_training_text(seed))
+        fused = raw.clone()
+        assert create_pass("triton-softmax-rewriter").run(fused)
+        raws.append(raw)
+        progs.append(build_program(fused, H100, names=names))
+    for raw, exe in zip(raws, compile_batch(progs, parts=2)):
+        r = check_executable(raw, exe, seed=3)
+        assert r.status == "pass", (raw.name, r.detail)
 
 
 @pytest.fixture(scope="module")

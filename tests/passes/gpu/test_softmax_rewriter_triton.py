@@ -11,13 +11,29 @@ from tests.support.harness import check_pass
 from tests.support.lit_chunks import chunks
 
 # the row of 2**20 + 1 elements is checked by FileCheck alone (seconds in the interpreter)
-CHUNKS = [c for c in chunks("triton_softmax_rewriter*.hlo") if "too_long" not in c.name]
+CHUNKS = [c for c in chunks("triton_softmax_rewriter*.hlo") + chunks("triton_softmax_merge.hlo")
+          if "too_long" not in c.name]
 
 
 @pytest.mark.parametrize("chunk", CHUNKS, ids=lambda c: c.id)
 def test_lit_modules(chunk):
     result = check_pass(parse_hlo(chunk.text), [SoftmaxRewriterTriton()])
     assert result.changed != chunk.name.startswith("keep_"), chunk.name
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_training_modules(seed):
+    """Kernels sharing and recomputing producers stay equal to the module as written,
+    and each is one row normalisation (what the backends emit)."""
+    from hlo_opt.codegen.row_norm import analyze, is_triton_norm_fusion
+    from tests.backends.row_norm_modules import random_training_text
+    module = parse_hlo(random_training_text(seed))
+    assert check_pass(module, [SoftmaxRewriterTriton()]).changed
+    fused = module.clone()
+    SoftmaxRewriterTriton().run(fused)
+    for inst in fused.entry.instructions:
+        if is_triton_norm_fusion(inst):
+            assert analyze(inst.fused_computation)[0] is not None, inst.name
 
 
 def _pipeline_kernels(path, device=None):
@@ -42,6 +58,24 @@ def test_gpu_pipeline_makes_one_triton_kernel(path):
     k = kernels[0]
     assert k.opcode == "fusion" and k.attrs["kind"] == "kCustom"
     assert '"kind":"__triton"' in k.attrs["backend_config"]
+
+
+@pytest.mark.parametrize("name,tritons,others", [("layer_norm_train", 3, 1),
+                                                 ("softmax_forward_backward", 2, 1)])
+def test_gpu_pipeline_training_step_kernels_as_xla(name, tritons, others):
+    """XLA:GPU's kernels for these modules: one __triton fusion per output of the rows
+    (each recomputing the statistics it needs), the scale's gradient a column reduction
+    of one of them, the attention gemm on cuBLAS."""
+    from hlo_opt import passes_api
+    from hlo_opt.flags import DebugOptions
+    chunk = next(c for c in chunks("triton_softmax_merge.hlo") if c.name == name)
+    out = passes_api.optimize(parse_hlo(chunk.text), DebugOptions.from_sources([]),
+                              pipeline="gpu")
+    skip = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast"}
+    kernels = [i for i in out.entry.instructions if i.opcode not in skip]
+    triton = [k for k in kernels if '"kind":"__triton"' in k.attrs.get("backend_config", "")]
+    assert (len(triton), len(kernels) - len(triton)) == (tritons, others), \
+        [k.name for k in kernels]
 
 
 def test_only_for_ampere_and_newer():
