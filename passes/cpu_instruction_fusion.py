@@ -1,6 +1,7 @@
 """``cpu-instruction-fusion``: XLA's CpuInstructionFusion (InstructionFusion with the CPU
 rules of cpu_instruction_fusion.cc), driven by the same producer-into-consumer loop as
-the GPU ``fusion`` pass (two phases: without, then with duplication).
+the GPU ``fusion`` pass, run once with duplication (XLA:CPU's default) rather than the GPU
+pair of runs without, then with duplication.
 
 Rules: the producer must be loop-fusible (elementwise, bitcast, broadcast, concatenate,
 dynamic-slice, dynamic-update-slice, gather, iota, pad, reduce, reshape, reverse, slice,
@@ -42,6 +43,11 @@ def _minor_dim_concatenate(inst) -> bool:
 
 
 class CpuFusionRules(FusionRules):
+    def is_expensive(self, inst) -> bool:
+        # CpuInstructionFusion::IsExpensive: exp, sqrt, rsqrt and float divide are
+        # expensive on the CPU (the GPU rules call them cheap)
+        return is_expensive(inst)
+
     def should_fuse(self, consumer, i) -> str | None:
         if consumer in self.tainted or consumer.operands[i] in self.tainted:
             return "control dependencies"
@@ -87,10 +93,12 @@ class CpuInstructionFusion(GpuInstructionFusion):
     name = "cpu-instruction-fusion"
 
     def _run(self, module) -> bool:
-        phases = [False, True] if self.may_duplicate is None else [self.may_duplicate]
+        # one run that may duplicate, as XLA:CPU adds it (CpuInstructionFusion's
+        # may_duplicate defaults to true): the GPU pair's first, non-duplicating run
+        # would fuse chains into fusions that a later run cannot fuse further
+        may_duplicate = True if self.may_duplicate is None else self.may_duplicate
+        rules = CpuFusionRules(module, may_duplicate)
         changed = False
-        for may_duplicate in phases:
-            rules = CpuFusionRules(module, may_duplicate)
-            for comp in fusible_computations(module):
-                changed |= self._run_on_computation(comp, rules)
+        for comp in fusible_computations(module):
+            changed |= self._run_on_computation(comp, rules)
         return changed

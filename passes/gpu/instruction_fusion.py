@@ -47,13 +47,17 @@ class FusionRules:
         self.info = FusionFacts()
         self.tainted: set = set()  # instructions with control edges (per computation)
 
+    def is_expensive(self, inst) -> bool:
+        """The pass's IsExpensive: what may not be duplicated into several consumers."""
+        return gpu_is_expensive(inst)
+
     # InstructionFusion::ShouldFuse
     def base_should_fuse(self, consumer, i) -> str | None:
         producer = consumer.operands[i]
         if producer.is_root:
             return "not fusing into the output of the root instruction"
         would_duplicate = not (producer.user_count == 1 and producer.has_user(consumer))
-        if would_duplicate and (not self.may_duplicate or gpu_is_expensive(producer)) \
+        if would_duplicate and (not self.may_duplicate or self.is_expensive(producer)) \
                 and not is_always_duplicable(producer):
             return ("expensive producer would be duplicated" if self.may_duplicate
                     else "fusion pass cannot duplicate")
