@@ -264,6 +264,68 @@ def exp_f32(cx, x):
     return b.select(b.fcmp_unordered("uno", x, x), x, out)
 
 
+def log_f32(cx, x):
+    """logf as straight-line code (Cephes' logf: the mantissa in [sqrt(1/2), sqrt(2)),
+    a degree-9 polynomial of m - 1, the exponent added back in two parts; about 1 ulp)
+    so that loops containing it vectorise, as XLA:CPU replaces ``llvm.log`` by its own
+    polynomial.  Denormals are scaled into the normal range first; log(0) = -inf,
+    log(x < 0) = NaN, log(inf) = inf, NaN stays."""
+    b = cx.b
+    f = lambda v: ir.Constant(T.F32, v)  # noqa: E731
+    i = lambda v: ir.Constant(T.I32, v)  # noqa: E731
+    tiny = b.fcmp_ordered("<", x, f(1.1754943508222875e-38))
+    xs = b.select(tiny, b.fmul(x, f(8388608.0)), x)           # * 2^23
+    bits = b.bitcast(xs, T.I32)
+    e = b.sub(b.lshr(bits, i(23)), i(126))                    # frexp: m in [0.5, 1)
+    e = b.select(tiny, b.sub(e, i(23)), e)
+    m = b.bitcast(b.or_(b.and_(bits, i(0x007FFFFF)), i(0x3F000000)), T.F32)
+    small = b.fcmp_ordered("<", m, f(0.707106781186547524))
+    e = b.select(small, b.sub(e, i(1)), e)
+    m = b.fsub(b.select(small, b.fadd(m, m), m), f(1.0))
+    z = b.fmul(m, m)
+    y = f(7.0376836292e-2)
+    for c in (-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+              -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1):
+        y = b.fadd(b.fmul(y, m), f(c))
+    y = b.fmul(b.fmul(y, m), z)
+    fe = b.sitofp(e, T.F32)
+    y = b.fadd(y, b.fmul(fe, f(-2.12194440e-4)))
+    y = b.fadd(y, b.fmul(z, f(-0.5)))
+    out = b.fadd(b.fadd(m, y), b.fmul(fe, f(0.693359375)))
+    out = b.select(b.fcmp_ordered("==", x, f(float("inf"))), x, out)
+    out = b.select(b.fcmp_ordered("==", x, f(0.0)), f(float("-inf")), out)
+    return b.select(b.fcmp_unordered("<", x, f(0.0)), f(float("nan")), out)
+
+
+# log1p(x) = x - x^2/2 + x^3 P(x)/Q(x) for |x| < sqrt(2) - 1 (Cephes' log1p rational
+# approximation, as XLA's elemental emitter), log(1 + x) beyond
+_LOG1P_P = (2.0039553499201281259648e1, 5.7112963590585538103336e1,
+            6.0949667980987787057556e1, 2.9911919328553073277375e1,
+            6.5787325942061044846969e0, 4.9854102823193375972212e-1,
+            4.5270000862445199635215e-5)
+_LOG1P_Q = (6.0118660497603843919306e1, 2.1642788614495947685003e2,
+            3.0909872225312059774938e2, 2.2176239823732856465394e2,
+            8.3047565967967209469434e1, 1.5062909083469192043167e1, 1.0)
+
+
+def log1p_f32(cx, x):
+    """log1pf as straight-line code (XLA's EmitLog1p with :func:`log_f32`)."""
+    b = cx.b
+    f = lambda v: ir.Constant(T.F32, v)  # noqa: E731
+
+    def poly(coeffs):   # lowest power first
+        acc = f(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = b.fadd(b.fmul(acc, x), f(c))
+        return acc
+    x2 = b.fmul(x, x)
+    r = b.fdiv(poly(_LOG1P_P), poly(_LOG1P_Q))
+    near = b.fadd(x, b.fadd(b.fmul(f(-0.5), x2), b.fmul(b.fmul(x, x2), r)))
+    far = log_f32(cx, b.fadd(x, f(1.0)))
+    small = b.fcmp_ordered("<", cx.intrinsic("llvm.fabs", [x]), f(0.41421356237309504880))
+    return b.select(small, near, far)
+
+
 def tanh_f32(cx, x):
     """tanhf as a clamped rational polynomial (the approximation Eigen and XLA:CPU use),
     straight-line so loops vectorise; tiny inputs return x, NaN stays NaN."""
@@ -301,6 +363,22 @@ def _exp(cx, e, a):
     if a[0].type == T.F32:
         return exp_f32(cx, a[0])
     return cx.intrinsic("llvm.exp", a)
+
+
+def _log(cx, e, a):
+    if _k(e) != "f":
+        raise NoRow
+    if a[0].type == T.F32:
+        return log_f32(cx, a[0])
+    return cx.intrinsic("llvm.log", a)
+
+
+def _log1p(cx, e, a):
+    if _k(e) != "f":
+        raise NoRow
+    if a[0].type == T.F32:
+        return log1p_f32(cx, a[0])
+    return cx.call_libm("log1p", a, a[0].type)
 
 
 def _logistic(cx, e, a):
@@ -439,8 +517,8 @@ OPS = {
     "ceil": _fintr("llvm.ceil"), "round-nearest-even": _fintr("llvm.roundeven"),
     "round-nearest-afz": _fintr("llvm.round"), "sqrt": _fintr("llvm.sqrt"),
     "rsqrt": _rsqrt, "cbrt": _flib("cbrt"), "exponential": _exp,
-    "exponential-minus-one": _flib("expm1"), "log": _fintr("llvm.log"),
-    "log-plus-one": _flib("log1p"), "logistic": _logistic, "sine": _fintr("llvm.sin"),
+    "exponential-minus-one": _flib("expm1"), "log": _log,
+    "log-plus-one": _log1p, "logistic": _logistic, "sine": _fintr("llvm.sin"),
     "cosine": _fintr("llvm.cos"), "tan": _flib("tan"), "tanh": _tanh,
     "atan": _flib("atan"), "asin": _flib("asin"), "acos": _flib("acos"),
     "sinh": _flib("sinh"), "cosh": _flib("cosh"), "asinh": _flib("asinh"),
