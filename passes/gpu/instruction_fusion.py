@@ -39,6 +39,10 @@ MAX_ALL_PATHS_DEPTH = 200
 class FusionRules:
     """The GPU producer/consumer checks shared by ``fusion`` and ``priority-fusion``."""
 
+    # True: any producer is duplicated only when it can be fused into all its users (the
+    # global analysis otherwise applies only to producers that read more than they write)
+    duplicate_only_into_all_users = False
+
     def __init__(self, module, may_duplicate: bool = True):
         self.options = module.config.debug_options
         self.device = module.config.device
@@ -154,11 +158,13 @@ def compute_globally_unfusible(post_order, rules: FusionRules, reach: Reachabili
         return result
 
     for producer in reversed(post_order):
-        if effectively_at_most_unary(producer):
-            continue
-        operands_size = sum(total_elements(o.shape) for o in dict.fromkeys(producer.operands))
-        if operands_size <= total_elements(producer.shape):
-            continue
+        if not rules.duplicate_only_into_all_users:
+            if effectively_at_most_unary(producer):
+                continue
+            operands_size = sum(total_elements(o.shape)
+                                for o in dict.fromkeys(producer.operands))
+            if operands_size <= total_elements(producer.shape):
+                continue
         if is_fusible(producer) and all(can_fuse_on_all_paths(producer, c, 0)
                                         for c in producer.users):
             continue
