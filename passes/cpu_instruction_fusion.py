@@ -143,13 +143,14 @@ class CpuInstructionFusion(GpuInstructionFusion):
     def _run(self, module) -> bool:
         if self.may_duplicate is not None:
             return self._run_phases(module, lambda comp: (self.may_duplicate,))
-        if not any(_shared_loop_fusible(i) for comp in fusible_computations(module)
-                   for i in comp.instructions):
-            return self._run_phases(module, lambda comp: (False, True))  # nothing to choose
-        single = self._bytes_written_after(module, (True,))
-        pair = self._bytes_written_after(module, (False, True))
-        choice = {name: (True,) if single[name] < pair.get(name, 0) else (False, True)
-                  for name in single}
+        # the two ways can differ only where a loop-fusible array has several users
+        open_ = {comp.name for comp in fusible_computations(module)
+                 if any(_shared_loop_fusible(i) for i in comp.instructions)}
+        choice = {}
+        if open_:
+            single = self._bytes_written_after(module, (True,), open_)
+            pair = self._bytes_written_after(module, (False, True), open_)
+            choice = {name: (True,) for name in open_ if single[name] < pair[name]}
         return self._run_phases(module, lambda comp: choice.get(comp.name, (False, True)))
 
     def _run_phases(self, module, phases_of) -> bool:
@@ -161,19 +162,20 @@ class CpuInstructionFusion(GpuInstructionFusion):
                     changed |= self._run_on_computation(comp, rules)
         return changed
 
-    def _bytes_written_after(self, module, phases) -> dict:
-        """Computation name -> bytes its kernels write, on a copy fused with ``phases``
-        (fuel is not spent on the copy)."""
+    def _bytes_written_after(self, module, phases, names) -> dict:
+        """Name -> bytes its kernels write, for the computations ``names`` of a copy of
+        ``module`` fused with ``phases`` (fuel is not spent on the copy)."""
         trial = module.clone()
         with computation_batch(trial), fuel_scope(FuelPool({})):
-            self._run_phases(trial, lambda comp: phases)
-        return {comp.name: _kernel_bytes_written(comp) for comp in fusible_computations(trial)}
+            self._run_phases(trial, lambda comp: phases if comp.name in names else ())
+        return {comp.name: _kernel_bytes_written(comp) for comp in fusible_computations(trial)
+                if comp.name in names}
 
 
 def _shared_loop_fusible(inst) -> bool:
-    """Where the two ways can differ: a loop-fusible array value with several users."""
+    """A loop-fusible array value with several users."""
     return inst.user_count > 1 and inst.opcode != "fusion" and can_be_loop_fused(inst) and \
-        _is_large(inst)
+        inst.shape.is_array() and inst.shape.num_elements() > 1
 
 
 _NOT_KERNELS = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
