@@ -116,3 +116,26 @@ def test_cuda_prepare_fills_the_nvrtc_cache_for_every_instruction(tmp_path, monk
     for f in fusions:
         src = candidate_source(merged_kernels(provider._kernel_variants(f))[0])
         assert compiler._read_cache(compiler.cache_key(src, "sm_90"), "sm_90") is not None
+
+
+def test_prepare_is_best_effort(monkeypatch):
+    """A candidate source that does not compile ahead is left to its first launch (which
+    reports it as before): ``prepare`` itself never ends the tuning."""
+    from hlo_opt.backends.cuda import compiler
+    from hlo_opt.backends.cuda.autotune import CudaProvider
+    from hlo_opt.backends.cuda.target import target_device
+
+    class NoGpu:
+        arch = "sm_90"
+
+        def device_info(self):
+            return target_device()
+
+    def refuse(*a, **k):
+        raise compiler.CudaCompileError("NVRTC failed to compile autotune.part0.cu")
+    monkeypatch.setattr(compiler, "compile_cuda_parts", refuse)
+    provider = CudaProvider(NoGpu())
+    provider._kernel_variants = lambda inst: [inst]
+    monkeypatch.setattr("hlo_opt.backends.cuda.autotune.merged_kernels",
+                        lambda vs: ("// kernels", [], []))
+    provider.prepare(["a", "b"])        # no exception

@@ -24,6 +24,7 @@ from __future__ import annotations
 from ...autotune.candidates import device_cache_key
 from ...autotune.kinds import default_kind_of
 from ...autotune.redzone import DeviceMemory
+from ...errors import HloError
 from .buffer_kernels import cuda_buffer_kernels
 from .launch_tuning import (LaunchCandidate, candidate_source, constants_in, kernel_variants,
                             merged_kernels)
@@ -115,12 +116,16 @@ class CudaProvider:
     def prepare(self, insts) -> None:
         """Every candidate kernel of ``insts`` compiled at once, NVRTC on a thread per
         instruction (XLA compiles autotuning candidates on a thread pool): their first
-        launches then read the compile cache."""
+        launches then read the compile cache.  Best effort: a source that does not compile
+        fails at its first launch, as without this."""
         from .compiler import compile_cuda_parts
         sources = [candidate_source(merged_kernels(vs)[0])
                    for vs in map(self._kernel_variants, insts) if vs]
         if len(sources) > 1:
-            compile_cuda_parts(sources, self.dev.arch, "autotune")
+            try:
+                compile_cuda_parts(sources, self.dev.arch, "autotune")
+            except HloError:
+                pass
 
     def _launch_candidates(self, inst, vs) -> list:
         from .compiler import compile_cuda

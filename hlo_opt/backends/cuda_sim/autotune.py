@@ -53,9 +53,10 @@ class SimProvider:
     def prepare(self, insts) -> None:
         """Every candidate kernel of ``insts`` compiled ahead, as many host-compiler runs
         at a time as there are cores: their first launches then find the libraries in
-        the cache."""
+        the cache.  Best effort: a unit that does not compile fails at its first launch,
+        as without this."""
         import os
-        from .compiler import compile_sim_many
+        from .compiler import SimCompileError, compile_sim_many
         units = []
         for vs in map(self._kernel_variants, insts):
             if vs:
@@ -64,7 +65,10 @@ class SimProvider:
         step = os.cpu_count() or 1
         if len(units) > 1:
             for i in range(0, len(units), step):
-                compile_sim_many(units[i:i + step], debug=self.debug)
+                try:
+                    compile_sim_many(units[i:i + step], debug=self.debug)
+                except SimCompileError:
+                    pass
 
     def candidates(self, inst) -> list:
         vs = self._kernel_variants(inst)
