@@ -21,8 +21,9 @@ propagation that keeps copies few).
 """
 from __future__ import annotations
 
-from hlo_opt.analysis.layout import major_to_minor
-from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
+from hlo_opt.analysis.layout import (major_to_minor, reshape_bitcast_layout,
+                                      transpose_bitcast_layout)
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers, DotDimensionNumbers
 from hlo_opt.ir.shape import Layout, Shape
 
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, is_cudnn_conv)
@@ -123,6 +124,19 @@ class _Assigner:
             self.constrain_operand(call, 3, result)
         self.constrain_result(call, result)
 
+    def dot(self, dot) -> None:
+        """XLA's AddDotBackendConstraints for a side with no batch dimensions, one
+        contracting and at most one free dimension: no constraint, the operand's chain
+        takes its producer's layout (the gemm rewriter and cuBLAS take either matrix
+        order)."""
+        dn = DotDimensionNumbers.of(dot)
+        for i, batch, contracting in ((0, dn.lhs_batch_dims, dn.lhs_contracting_dims),
+                                      (1, dn.rhs_batch_dims, dn.rhs_contracting_dims)):
+            x = dot.operands[i]
+            if not batch and len(contracting) == 1 and x.shape.rank <= 2 and \
+                    dot.operands.count(x) == 1:
+                self.changed |= forward_bitcast_layouts(x)
+
     def gemm(self, call) -> None:
         from .gemm_rewriter import gemm_config
         dnums = gemm_config(call).get("dot_dimension_numbers", {})
@@ -130,11 +144,47 @@ class _Assigner:
         rb = [int(d) for d in dnums.get("rhs_batch_dimensions", [])]
         for i, batch in ((0, lb), (1, rb)):
             x = call.operands[i]
+            if not batch and x.shape.rank <= 2 and call.operands.count(x) == 1:
+                self.changed |= forward_bitcast_layouts(x)
             if not _valid_matrix_layout(x.shape, batch):
                 self.constrain_operand(call, i, Layout.default(x.shape.rank))
         out = call.shape.tuple_shapes[0] if call.shape.is_tuple() else call.shape
         if not _valid_matrix_layout(out, list(range(len(lb)))) and call.shape.is_tuple():
             self.constrain_result(call, Layout.default(out.rank))
+
+
+def forward_bitcast_layouts(x) -> bool:
+    """XLA leaves the layout of a matrix operand without batch dimensions (one
+    contracting, at most one free dimension) open: the layout of the value it comes from
+    propagates through the transposes and reshapes on the way (single-user ones), each
+    taking the layout that makes it a bitcast, and cuBLAS reads the operand row- or
+    column-major.  Gives the chain ending in ``x`` those layouts (from the last reshape
+    that cannot be a bitcast on); True when a layout changed."""
+    chain = []
+    while x.opcode in ("transpose", "reshape") and x.user_count == 1 and \
+            x.shape.is_array() and not x.shape.is_dynamic():
+        chain.append(x)
+        x = x.operands[0]
+    chain.reverse()
+    src = x.shape
+    new: list = []
+    for op in chain:
+        if op.opcode == "transpose":
+            layout = transpose_bitcast_layout(src, op.dimensions)
+        else:
+            layout = reshape_bitcast_layout(src, op.shape)
+        if layout is None:
+            new = []
+            src = op.shape
+            continue
+        new.append((op, layout))
+        src = op.shape.with_layout(layout)
+    changed = False
+    for op, layout in new:
+        if op.shape.effective_layout() != layout:
+            op.shape = op.shape.with_layout(layout)
+            changed = True
+    return changed
 
 
 def _is_layout_free(inst) -> bool:
@@ -230,6 +280,8 @@ class GpuLayoutAssignment:
                     continue
                 if is_cudnn_conv(inst):
                     a.conv(inst)
+                elif inst.opcode == "dot":
+                    a.dot(inst)
                 elif is_gemm(inst):
                     a.gemm(inst)
             if a.changed:
