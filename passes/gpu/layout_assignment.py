@@ -153,34 +153,55 @@ class _Assigner:
             self.constrain_result(call, Layout.default(out.rank))
 
 
+_OPEN = ("transpose", "reshape", "concatenate")
+
+
+def _open_layouts(x) -> list[tuple[Layout, dict]]:
+    """The layouts ``x`` can take when its layout is left open, most propagated first,
+    each with the layouts that gives the open instructions of its operand tree
+    (``{inst: layout}``); the last keeps ``x`` and its tree as they are.  Open: single-user
+    transposes and reshapes (each takes the layout that makes it a bitcast of its operand)
+    and concatenates (a layout all their operands can take)."""
+    fixed = (x.shape.effective_layout(), {})
+    if x.opcode not in _OPEN or x.user_count != 1 or not x.shape.is_array() or \
+            x.shape.is_dynamic():
+        return [fixed]
+    subs = [_open_layouts(o) for o in x.operands]
+    out: list[tuple[Layout, dict]] = []
+    if x.opcode == "concatenate":
+        for layout, _ in subs[0]:
+            picks = [next((p for lay, p in opts if lay == layout), None) for opts in subs]
+            if all(p is not None for p in picks):
+                props = {k: v for p in picks for k, v in p.items()}
+                out.append((layout, {**props, x: layout}))
+    else:
+        for src_layout, props in subs[0]:
+            src = x.operands[0].shape.with_layout(src_layout)
+            if x.opcode == "transpose":
+                layout = transpose_bitcast_layout(src, x.dimensions)
+            else:
+                layout = reshape_bitcast_layout(src, x.shape)
+            if layout is not None:
+                out.append((layout, {**props, x: layout}))
+    out.append(fixed)
+    seen, unique = set(), []
+    for layout, props in out:
+        if layout not in seen:
+            seen.add(layout)
+            unique.append((layout, props))
+    return unique
+
+
 def forward_bitcast_layouts(x) -> bool:
     """XLA leaves the layout of a matrix operand without batch dimensions (one
-    contracting, at most one free dimension) open: the layout of the value it comes from
-    propagates through the transposes and reshapes on the way (single-user ones), each
-    taking the layout that makes it a bitcast, and cuBLAS reads the operand row- or
-    column-major.  Gives the chain ending in ``x`` those layouts (from the last reshape
-    that cannot be a bitcast on); True when a layout changed."""
-    chain = []
-    while x.opcode in ("transpose", "reshape") and x.user_count == 1 and \
-            x.shape.is_array() and not x.shape.is_dynamic():
-        chain.append(x)
-        x = x.operands[0]
-    chain.reverse()
-    src = x.shape
-    new: list = []
-    for op in chain:
-        if op.opcode == "transpose":
-            layout = transpose_bitcast_layout(src, op.dimensions)
-        else:
-            layout = reshape_bitcast_layout(src, op.shape)
-        if layout is None:
-            new = []
-            src = op.shape
-            continue
-        new.append((op, layout))
-        src = op.shape.with_layout(layout)
+    contracting, at most one free dimension) open: the layouts of the values it is built
+    from propagate through the transposes, reshapes and concatenates on the way
+    (single-user ones), each transpose and reshape taking the layout that makes it a
+    bitcast, and cuBLAS reads the operand row- or column-major.  Gives the operand tree of
+    ``x`` those layouts; True when a layout changed."""
+    _, props = _open_layouts(x)[0]
     changed = False
-    for op, layout in new:
+    for op, layout in props.items():
         if op.shape.effective_layout() != layout:
             op.shape = op.shape.with_layout(layout)
             changed = True

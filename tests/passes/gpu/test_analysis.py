@@ -186,3 +186,25 @@ def test_bitcast_layouts_of_transposes_and_reshapes():
         layout = reshape_bitcast_layout(src, dst)
         if layout is not None:
             assert _moves_nothing(src, dst.with_layout(layout))
+
+
+def test_a_reshape_that_moves_bytes_is_a_transpose():
+    from hlo_opt.analysis.gpu.fusible import (is_physically_transposing, reshape_copy_layout,
+                                              tiled_transpose)
+    from hlo_opt.analysis.perf_model import transposes_minor_dimension
+    m = parse_hlo("""HloModule r
+ENTRY %main (x: f32[64,32,32], y: f32[64,32,32]) -> (f32[64,1024], f32[64,1024]) {
+  %x = f32[64,32,32]{1,2,0} parameter(0)
+  %moving = f32[64,1024]{1,0} reshape(%x)
+  %y = f32[64,32,32] parameter(1)
+  %free = f32[64,1024]{1,0} reshape(%y)
+  ROOT %t = (f32[64,1024], f32[64,1024]) tuple(%moving, %free)
+}
+""")
+    ins = {i.name: i for i in m.entry.instructions}
+    moving, free = ins["moving"], ins["free"]
+    assert reshape_copy_layout(moving).minor_to_major == (2, 1, 0)
+    assert tiled_transpose(moving) == (64, 32, 32)
+    assert is_physically_transposing(moving) and transposes_minor_dimension(moving)
+    assert reshape_copy_layout(free) is None and tiled_transpose(free) is None
+    assert not is_physically_transposing(free) and not transposes_minor_dimension(free)

@@ -257,6 +257,35 @@ ENTRY %main (a: f32[16]) -> f32[16] {
     assert "constant" in fused_ops(fusions(m)[0])
 
 
+# A reshape of a value in another layout moves bytes (XLA's layout normalization makes it
+# a transpose and a bitcast): a tiled transpose hero, kept out of the concatenate as a
+# transpose would be.
+MOVING_RESHAPE = """HloModule r
+ENTRY %main (x: f32[64,32,32], y: f32[64,1024]) -> f32[128,1024] {
+  %x = f32[64,32,32]{1,2,0} parameter(0)
+  %e = f32[64,32,32]{1,2,0} exponential(%x)
+  %r = f32[64,1024]{1,0} OP
+  %y = f32[64,1024] parameter(1)
+  %n = f32[64,1024] negate(%y)
+  ROOT %c = f32[128,1024] concatenate(%r, %n), dimensions={0}
+}
+"""
+
+
+@pytest.mark.parametrize("form", ["reshape", "copy-bitcast"])
+def test_priority_fusion_keeps_a_moving_reshape_out_of_a_concatenate(form):
+    if form == "reshape":
+        text = MOVING_RESHAPE.replace("OP", "reshape(%e)")
+    else:  # the same bytes moved by a layout-changing copy and a bitcast
+        text = MOVING_RESHAPE.replace("%r = f32[64,1024]{1,0} OP",
+                                      "%t = f32[64,32,32]{2,1,0} copy(%e)\n"
+                                      "  %r = f32[64,1024]{1,0} bitcast(%t)")
+    m = check(text, "priority-fusion").module
+    assert kinds(m) == ["kInput", "kInput"]
+    transpose_kernel = next(f for f in fusions(m) if "concatenate" not in fused_ops(f))
+    assert "exponential" in fused_ops(transpose_kernel)
+
+
 # ---- rename_fusions -------------------------------------------------------------------------
 
 def test_rename_fusions_names_after_kind_and_heroes():

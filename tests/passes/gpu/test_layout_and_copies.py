@@ -148,6 +148,53 @@ def test_matrix_operand_chain_becomes_a_bitcast_in_the_gpu_pipeline():
     assert gemms[0].operands[0].shape.effective_layout() == Layout((0, 1))
 
 
+# The backward pass's weight gradient of a fused qkv projection: three transposed
+# pieces concatenated.  The third piece starts in a layout no reshape can carry on, so it
+# moves its bytes once (the reshape) and the rest of its chain is free.
+CONCAT_OF_TRANSPOSES = """HloModule c
+ENTRY %main (a: f32[4,64,128], b: f32[4,64,128], q: f32[4,4,32,64], w: f32[256,128]) -> f32[128,384] {
+  %a = f32[4,64,128] parameter(0)
+  %ea = f32[4,64,128] exponential(%a)
+  %ta = f32[128,4,64] transpose(%ea), dimensions={2,0,1}
+  %ra = f32[128,256] reshape(%ta)
+  %b = f32[4,64,128] parameter(1)
+  %eb = f32[4,64,128] exponential(%b)
+  %tb = f32[128,4,64] transpose(%eb), dimensions={2,0,1}
+  %rb = f32[128,256] reshape(%tb)
+  %q = f32[4,4,32,64] parameter(2)
+  %tq = f32[4,64,4,32]{1,3,2,0} transpose(%q), dimensions={0,3,1,2}
+  %rq0 = f32[4,64,128] reshape(%tq)
+  %tq1 = f32[128,4,64] transpose(%rq0), dimensions={2,0,1}
+  %rq = f32[128,256] reshape(%tq1)
+  %c = f32[384,256] concatenate(%ra, %rb, %rq), dimensions={0}
+  %w = f32[256,128] parameter(3)
+  ROOT %d = f32[128,384] dot(%w, %c), lhs_contracting_dims={0}, rhs_contracting_dims={1}
+}
+"""
+
+
+def test_concatenated_matrix_operand_takes_its_pieces_layout():
+    m = check(CONCAT_OF_TRANSPOSES, "layout-assignment").module
+    col = Layout((0, 1))
+    for name in ("ra", "rb", "rq", "c"):
+        assert _named(m, name).shape.effective_layout() == col, name
+    # the reshape out of the transposed layout keeps the default one (it moves bytes)
+    assert _named(m, "rq0").shape.effective_layout() == Layout((2, 1, 0))
+    assert _named(m, "tq1").shape.effective_layout() == Layout((0, 2, 1))
+
+
+def test_concatenated_pieces_that_disagree_keep_their_layouts():
+    text = CONCAT_OF_TRANSPOSES.replace("%rb = f32[128,256] reshape(%tb)",
+                                        "%rb = f32[128,256] negate(%ra)").replace(
+        "%c = f32[384,256] concatenate(%ra, %rb, %rq)",
+        "%c = f32[384,256] concatenate(%rq, %rb, %ra)")
+    text = text.replace("  %b = f32[4,64,128] parameter(1)\n  %eb = f32[4,64,128] exponential(%b)\n"
+                        "  %tb = f32[128,4,64] transpose(%eb), dimensions={2,0,1}\n", "  %b = f32[4,64,128] parameter(1)\n")
+    m = check(text, "layout-assignment").module
+    assert _named(m, "c").shape.effective_layout() == Layout((1, 0))
+    assert _named(m, "rq").shape.effective_layout() == Layout((1, 0))
+
+
 def test_batched_and_multi_dim_operands_keep_their_layouts():
     text = """HloModule b
 ENTRY %main (x: f32[2,8,16], y: f32[2,8,4]) -> f32[2,16,4] {
