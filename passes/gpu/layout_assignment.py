@@ -11,6 +11,11 @@ propagation that keeps copies few).
   that expect the old one.
 * cuBLAS calls need matrix layouts with the batch dimensions most major; others are
   copied to row-major.
+* A dot's operand without batch dimensions (one contracting, at most one free dimension)
+  is left open, as XLA's AddDotBackendConstraints leaves it: the single-user transposes,
+  reshapes and concatenates it is built from take the layouts their producers give them
+  (each transpose and reshape the one that makes it a bitcast), so the layout-sensitive
+  algebraic simplifier turns them into bitcasts and cuBLAS reads the operand column-major.
 * Propagation: a layout-changing ``copy`` feeding a shape-preserving elementwise op whose
   other operands are copies from the same layout or broadcasts is moved below the op (the
   op now runs in the producer's layout), and ``copy(copy(x))`` back to ``x``'s layout and
