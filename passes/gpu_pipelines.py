@@ -168,8 +168,10 @@ def post_fusion_optimization(config: HloModuleConfig) -> Pipeline:
 
 
 def ir_emit_prepare(config: HloModuleConfig) -> Pipeline:
+    # XLA wraps what is left unfused after scheduling; here right at the end
     return Pipeline("GPU-ir-emit-prepare", _passes(
-        "dce", "flatten-call-graph", "copy-insertion", "sanitize-constant-names"))
+        "dce", "flatten-call-graph", "copy-insertion", "sanitize-constant-names",
+        "fusion-wrapper"))
 
 
 # The stages of ``gpu``, in order.

@@ -45,6 +45,7 @@ from passes.gpu.cudnn_pad_for_convolutions import CudnnPadForConvolutions
 from passes.gpu.cudnn_vectorize_convolutions import CudnnVectorizeConvolutions
 from passes.gpu.fused_conv_rewriter import CudnnFusedConvRewriter
 from passes.gpu.fusion_launch_autotuner import FusionLaunchAutotuner
+from passes.gpu.fusion_wrapper import FusionWrapper
 from passes.gpu.fusion_merger import FusionMerger
 from passes.gpu.gemm_fusion import GemmFusion
 from passes.gpu.gemm_broadcast_folding_rewriter import GemmBroadcastFoldingRewriter
@@ -117,6 +118,7 @@ PASSES: dict[str, type] = {
     "flatten-call-graph": FlattenCallGraph,
     "fusion": GpuInstructionFusion,
     "fusion-launch-autotuner": FusionLaunchAutotuner,
+    "fusion-wrapper": FusionWrapper,
     "fusion_merger": FusionMerger,
     "gemm-algorithm-picker": GemmAlgorithmPicker,
     "gemm-broadcast-folding-rewriter": GemmBroadcastFoldingRewriter,

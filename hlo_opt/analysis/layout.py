@@ -7,6 +7,8 @@ rank-1, ..., 0).
 """
 from __future__ import annotations
 
+import itertools
+
 from hlo_opt.ir.shape import Layout, Shape
 
 
@@ -88,6 +90,35 @@ def reshape_is_bitcast(src: Shape, dst: Shape) -> bool:
     oa = physical_group_order(groups_a, a_phys)
     ob = physical_group_order(groups_b, b_phys)
     return oa is not None and oa == ob
+
+
+def transpose_bitcast_layout(src: Shape, perm) -> Layout:
+    """The layout of ``transpose(src, perm)``'s result that makes it a bitcast (XLA's
+    ShapeUtil::PermuteDimensions of the operand layout): result dimension ``i`` is operand
+    dimension ``perm[i]``, so it sits where that one does."""
+    where = {d: i for i, d in enumerate(perm)}
+    return Layout(tuple(where[d] for d in minor_to_major(src)),
+                  src.effective_layout().tail)
+
+
+_ALIGN_MAX_RANK = 6
+
+
+def reshape_bitcast_layout(src: Shape, dst: Shape) -> Layout | None:
+    """A layout for ``dst`` (a reshape of ``src``) that makes the reshape a bitcast, or
+    None when none does (XLA's ShapeUtil::AlignLayouts).  ``dst``'s own layout is preferred,
+    then the default one, then the others in order."""
+    if src.num_elements() != dst.num_elements() or dst.rank > _ALIGN_MAX_RANK:
+        return None
+    tail = src.effective_layout().tail
+    candidates = [dst.effective_layout().minor_to_major,
+                  Layout.default(dst.rank).minor_to_major]
+    candidates += [tuple(reversed(p)) for p in itertools.permutations(range(dst.rank))]
+    for m2m in candidates:
+        layout = Layout(m2m, tail)
+        if reshape_is_bitcast(src, dst.with_layout(layout)):
+            return layout
+    return None
 
 
 def normalized_transpose(src: Shape, dst: Shape, perm) -> tuple[list[int], list[int]] | None:

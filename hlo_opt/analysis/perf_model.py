@@ -22,7 +22,7 @@ from .cost import (_UTILIZATION_OPCODES, CostCache, _CostEntry, _own_operand_uti
                    shape_bytes)
 from .device import DEFAULT_DEVICE, DeviceInfo
 from .gpu.fusible import (fused_instructions, is_elementwise, is_intermediate,
-                          is_physically_transposing, tiled_transpose)
+                          is_physically_transposing, reshape_copy_layout, tiled_transpose)
 from .layout import minor_to_major
 from hlo_opt.ir.types import BIT_WIDTH
 
@@ -41,13 +41,19 @@ class RunTime:
 
 
 def transposes_minor_dimension(inst) -> bool:
-    """XLA's TransposesMinorDimension: a copy or transpose whose most minor non-trivial
-    output dimension is not the operand's most minor non-trivial dimension."""
+    """XLA's TransposesMinorDimension: a copy or transpose (or a reshape that moves bytes,
+    as the copy it is) whose most minor non-trivial output dimension is not the operand's
+    most minor non-trivial dimension."""
     op = inst.opcode
-    if op not in ("copy", "transpose") or not inst.shape.is_array():
+    if op not in ("copy", "transpose", "reshape") or not inst.shape.is_array():
         return False
     src = inst.operands[0].shape
     dst = inst.shape
+    if op == "reshape":  # one that is no bitcast: a copy of the operand (see fusible)
+        layout = reshape_copy_layout(inst)
+        if layout is None:
+            return False
+        op, dst = "copy", src.with_layout(layout)
     src_m2m = minor_to_major(src)
     first_src = next((d for d in src_m2m if src.dims[d] != 1), None)
     if op == "copy":
@@ -82,7 +88,7 @@ def _bad_transpose(inst, cache: CostCache) -> bool:
         body = fused_instructions(inst) if inst.opcode == "fusion" else (inst,)
         v = e.bad_transpose = any(transposes_minor_dimension(i) and
                                   not _of_broadcast(i.operands[0]) for i in body
-                                  if i.opcode in ("copy", "transpose"))
+                                  if i.opcode in ("copy", "transpose", "reshape"))
     return v
 
 
@@ -109,7 +115,7 @@ def _fused_transpose_hero(producer, consumer) -> bool:
                     h = producer.called[0].root
                     if h.opcode == "tuple":
                         break
-            if tiled_transpose(h) or (h.opcode in ("copy", "transpose") and
+            if tiled_transpose(h) or (h.opcode in ("copy", "transpose", "reshape") and
                                       is_physically_transposing(h)):
                 return True  # (XLA tiles more transposes than tiled_transpose knows)
             if h.opcode == "fusion" or not is_intermediate(h):

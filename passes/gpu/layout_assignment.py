@@ -11,6 +11,11 @@ propagation that keeps copies few).
   that expect the old one.
 * cuBLAS calls need matrix layouts with the batch dimensions most major; others are
   copied to row-major.
+* A dot's operand without batch dimensions (one contracting, at most one free dimension)
+  is left open, as XLA's AddDotBackendConstraints leaves it: the single-user transposes,
+  reshapes and concatenates it is built from take the layouts their producers give them
+  (each transpose and reshape the one that makes it a bitcast), so the layout-sensitive
+  algebraic simplifier turns them into bitcasts and cuBLAS reads the operand column-major.
 * Propagation: a layout-changing ``copy`` feeding a shape-preserving elementwise op whose
   other operands are copies from the same layout or broadcasts is moved below the op (the
   op now runs in the producer's layout), and ``copy(copy(x))`` back to ``x``'s layout and
@@ -21,8 +26,9 @@ propagation that keeps copies few).
 """
 from __future__ import annotations
 
-from hlo_opt.analysis.layout import major_to_minor
-from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers
+from hlo_opt.analysis.layout import (major_to_minor, reshape_bitcast_layout,
+                                      transpose_bitcast_layout)
+from hlo_opt.ir.dimension_numbers import ConvolutionDimensionNumbers, DotDimensionNumbers
 from hlo_opt.ir.shape import Layout, Shape
 
 from ._conv_util import (CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, is_cudnn_conv)
@@ -123,6 +129,19 @@ class _Assigner:
             self.constrain_operand(call, 3, result)
         self.constrain_result(call, result)
 
+    def dot(self, dot) -> None:
+        """XLA's AddDotBackendConstraints for a side with no batch dimensions, one
+        contracting and at most one free dimension: no constraint, the operand's chain
+        takes its producer's layout (the gemm rewriter and cuBLAS take either matrix
+        order)."""
+        dn = DotDimensionNumbers.of(dot)
+        for i, batch, contracting in ((0, dn.lhs_batch_dims, dn.lhs_contracting_dims),
+                                      (1, dn.rhs_batch_dims, dn.rhs_contracting_dims)):
+            x = dot.operands[i]
+            if not batch and len(contracting) == 1 and x.shape.rank <= 2 and \
+                    dot.operands.count(x) == 1:
+                self.changed |= forward_bitcast_layouts(x)
+
     def gemm(self, call) -> None:
         from .gemm_rewriter import gemm_config
         dnums = gemm_config(call).get("dot_dimension_numbers", {})
@@ -130,11 +149,68 @@ class _Assigner:
         rb = [int(d) for d in dnums.get("rhs_batch_dimensions", [])]
         for i, batch in ((0, lb), (1, rb)):
             x = call.operands[i]
+            if not batch and x.shape.rank <= 2 and call.operands.count(x) == 1:
+                self.changed |= forward_bitcast_layouts(x)
             if not _valid_matrix_layout(x.shape, batch):
                 self.constrain_operand(call, i, Layout.default(x.shape.rank))
         out = call.shape.tuple_shapes[0] if call.shape.is_tuple() else call.shape
         if not _valid_matrix_layout(out, list(range(len(lb)))) and call.shape.is_tuple():
             self.constrain_result(call, Layout.default(out.rank))
+
+
+_OPEN = ("transpose", "reshape", "concatenate")
+
+
+def _open_layouts(x) -> list[tuple[Layout, dict]]:
+    """The layouts ``x`` can take when its layout is left open, most propagated first,
+    each with the layouts that gives the open instructions of its operand tree
+    (``{inst: layout}``); the last keeps ``x`` and its tree as they are.  Open: single-user
+    transposes and reshapes (each takes the layout that makes it a bitcast of its operand)
+    and concatenates (a layout all their operands can take)."""
+    fixed = (x.shape.effective_layout(), {})
+    if x.opcode not in _OPEN or x.user_count != 1 or not x.shape.is_array() or \
+            x.shape.is_dynamic():
+        return [fixed]
+    subs = [_open_layouts(o) for o in x.operands]
+    out: list[tuple[Layout, dict]] = []
+    if x.opcode == "concatenate":
+        for layout, _ in subs[0]:
+            picks = [next((p for lay, p in opts if lay == layout), None) for opts in subs]
+            if all(p is not None for p in picks):
+                props = {k: v for p in picks for k, v in p.items()}
+                out.append((layout, {**props, x: layout}))
+    else:
+        for src_layout, props in subs[0]:
+            src = x.operands[0].shape.with_layout(src_layout)
+            if x.opcode == "transpose":
+                layout = transpose_bitcast_layout(src, x.dimensions)
+            else:
+                layout = reshape_bitcast_layout(src, x.shape)
+            if layout is not None:
+                out.append((layout, {**props, x: layout}))
+    out.append(fixed)
+    seen, unique = set(), []
+    for layout, props in out:
+        if layout not in seen:
+            seen.add(layout)
+            unique.append((layout, props))
+    return unique
+
+
+def forward_bitcast_layouts(x) -> bool:
+    """XLA leaves the layout of a matrix operand without batch dimensions (one
+    contracting, at most one free dimension) open: the layouts of the values it is built
+    from propagate through the transposes, reshapes and concatenates on the way
+    (single-user ones), each transpose and reshape taking the layout that makes it a
+    bitcast, and cuBLAS reads the operand row- or column-major.  Gives the operand tree of
+    ``x`` those layouts; True when a layout changed."""
+    _, props = _open_layouts(x)[0]
+    changed = False
+    for op, layout in props.items():
+        if op.shape.effective_layout() != layout:
+            op.shape = op.shape.with_layout(layout)
+            changed = True
+    return changed
 
 
 def _is_layout_free(inst) -> bool:
@@ -230,6 +306,8 @@ class GpuLayoutAssignment:
                     continue
                 if is_cudnn_conv(inst):
                     a.conv(inst)
+                elif inst.opcode == "dot":
+                    a.dot(inst)
                 elif is_gemm(inst):
                     a.gemm(inst)
             if a.changed:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import deque
 from functools import lru_cache
 
-from hlo_opt.analysis.layout import normalized_transpose, reshape_is_bitcast, transpose_is_bitcast
+from hlo_opt.analysis.layout import (normalized_transpose, reshape_bitcast_layout,
+                                     reshape_is_bitcast, transpose_is_bitcast)
 from hlo_opt.ir.instruction import Instruction
 from hlo_opt.ir.opcodes import NEVER_EXPENSIVE
 from hlo_opt.ir.types import is_complex, is_integral
@@ -196,11 +197,37 @@ def tiled_transpose(inst: Instruction):
     """GetDescriptionForTiledTransposeEmitter for an unfused copy / transpose: the
     normalized (a, b, c) sizes of a physical [0, 2, 1] transpose big enough for the tiled
     transpose emitter, else None."""
+    if inst.opcode == "reshape" and inst.shape.is_array():
+        return _reshape_tiled_transpose(inst.operands[0].shape, inst.shape)
     if inst.opcode not in ("copy", "transpose") or not inst.shape.is_array():
         return None
     perm = tuple(inst.dimensions) if inst.opcode == "transpose" else \
         tuple(range(inst.shape.rank))
     return _tiled_transpose(inst.operands[0].shape, inst.shape, perm)
+
+
+def reshape_copy_layout(inst):
+    """For a reshape that is no bitcast, the layout of its operand's dimensions that
+    would make it one: the reshape moves its bytes as a copy of the operand into that
+    layout (XLA's layout normalization rewrites it so: a transpose and a bitcast).  None
+    for other instructions, bitcast reshapes, and reshapes no layout makes bitcasts."""
+    if inst.opcode != "reshape" or not inst.shape.is_array():
+        return None
+    return _reshape_copy_layout(inst.operands[0].shape, inst.shape)
+
+
+@lru_cache(maxsize=4096)
+def _reshape_copy_layout(src, shape):
+    if reshape_is_bitcast(src, shape):
+        return None
+    return reshape_bitcast_layout(shape, src)
+
+
+def _reshape_tiled_transpose(src, shape):
+    layout = _reshape_copy_layout(src, shape)
+    if layout is None:
+        return None
+    return _tiled_transpose(src, src.with_layout(layout), tuple(range(src.rank)))
 
 
 @lru_cache(maxsize=4096)
@@ -227,6 +254,8 @@ def is_physically_transposing(inst: Instruction) -> bool:
         return any(is_physically_transposing(i) for i in fused_instructions(inst))
     if inst.opcode == "copy":
         return True
+    if inst.opcode == "reshape":
+        return reshape_copy_layout(inst) is not None
     return inst.opcode == "transpose" and not transpose_is_bitcast(
         inst.operands[0].shape, inst.shape, inst.dimensions)
 
@@ -355,7 +384,8 @@ def is_input_fusible_scatter(inst: Instruction) -> bool:
 
 
 # Only these can be an input-fusible reduction, scatter or transpose.
-_INPUT_FUSIBLE_OPCODES = frozenset({"reduce", "scatter", "copy", "transpose", "fusion"})
+_INPUT_FUSIBLE_OPCODES = frozenset({"reduce", "scatter", "copy", "transpose", "reshape",
+                                    "fusion"})
 
 
 def is_input_fusible(inst: Instruction) -> bool:

@@ -8,7 +8,8 @@ import pytest
 from hlo_opt.analysis.cost import (CostCache, fusion_param_read_bytes, instruction_cost,
                                    kernel_breakdown, module_cost, operand_utilization)
 from hlo_opt.analysis.layout import (common_factors, dimensions_consecutive,
-                                     reshape_is_bitcast, transpose_is_bitcast)
+                                     reshape_bitcast_layout, reshape_is_bitcast,
+                                     transpose_bitcast_layout, transpose_is_bitcast)
 from hlo_opt.analysis.perf_model import KERNEL_LAUNCH_OVERHEAD, estimate_run_times, run_time
 from hlo_opt.analysis.reachability import Reachability
 from hlo_opt.api import parse_hlo
@@ -144,3 +145,66 @@ def test_layout_helpers():
     assert not transpose_is_bitcast(s("f32[2,3]{1,0}"), s("f32[3,2]{1,0}"), [1, 0])
     assert dimensions_consecutive(s("f32[2,3,4]{2,1,0}"), [1, 2])
     assert not dimensions_consecutive(s("f32[2,3,4]{2,1,0}"), [0, 2])
+
+
+def _moves_nothing(src, dst, perm=None) -> bool:
+    """Every element keeps its physical offset (numpy, the definition)."""
+    import numpy as np
+    def physical(a, shape):
+        m2m = shape.effective_layout().minor_to_major
+        return np.transpose(a, tuple(reversed(m2m))).ravel()
+    x = np.arange(src.num_elements()).reshape(src.dims)
+    y = x.reshape(dst.dims) if perm is None else np.transpose(x, perm)
+    return np.array_equal(physical(x, src), physical(y, dst))
+
+
+def test_bitcast_layouts_of_transposes_and_reshapes():
+    import itertools
+    import random
+    rng = random.Random(0)
+    s = Shape.parse
+    t = transpose_bitcast_layout(s("f32[4,64,128]{2,1,0}"), [2, 0, 1])
+    assert t.minor_to_major == (0, 2, 1)
+    r = reshape_bitcast_layout(s("f32[128,4,64]{0,2,1}"), s("f32[128,256]"))
+    assert r.minor_to_major == (0, 1)
+    # a split that no layout makes a bitcast
+    assert reshape_bitcast_layout(s("f32[6,4]{0,1}"), s("f32[2,12]")) is None
+    for _ in range(60):
+        dims = [rng.choice([1, 2, 3, 4]) for _ in range(rng.randint(1, 4))]
+        m2m = list(range(len(dims)))
+        rng.shuffle(m2m)
+        src = s(f"f32[{','.join(map(str, dims))}]{{{','.join(map(str, m2m))}}}")
+        perm = list(range(len(dims)))
+        rng.shuffle(perm)
+        out = src.with_dims([dims[p] for p in perm])
+        layout = transpose_bitcast_layout(src, perm)
+        assert _moves_nothing(src, out.with_layout(layout), perm)
+        n = src.num_elements()
+        splits = [d for d in itertools.product([1, 2, 3, 4, 6, 8, 12], repeat=2)
+                  if d[0] * d[1] == n] or [(n,)]
+        dst = s(f"f32[{','.join(map(str, rng.choice(splits)))}]")
+        layout = reshape_bitcast_layout(src, dst)
+        if layout is not None:
+            assert _moves_nothing(src, dst.with_layout(layout))
+
+
+def test_a_reshape_that_moves_bytes_is_a_transpose():
+    from hlo_opt.analysis.gpu.fusible import (is_physically_transposing, reshape_copy_layout,
+                                              tiled_transpose)
+    from hlo_opt.analysis.perf_model import transposes_minor_dimension
+    m = parse_hlo("""HloModule r
+ENTRY %main (x: f32[64,32,32], y: f32[64,32,32]) -> (f32[64,1024], f32[64,1024]) {
+  %x = f32[64,32,32]{1,2,0} parameter(0)
+  %moving = f32[64,1024]{1,0} reshape(%x)
+  %y = f32[64,32,32] parameter(1)
+  %free = f32[64,1024]{1,0} reshape(%y)
+  ROOT %t = (f32[64,1024], f32[64,1024]) tuple(%moving, %free)
+}
+""")
+    ins = {i.name: i for i in m.entry.instructions}
+    moving, free = ins["moving"], ins["free"]
+    assert reshape_copy_layout(moving).minor_to_major == (2, 1, 0)
+    assert tiled_transpose(moving) == (64, 32, 32)
+    assert is_physically_transposing(moving) and transposes_minor_dimension(moving)
+    assert reshape_copy_layout(free) is None and tiled_transpose(free) is None
+    assert not is_physically_transposing(free) and not transposes_minor_dimension(free)

@@ -257,6 +257,35 @@ ENTRY %main (a: f32[16]) -> f32[16] {
     assert "constant" in fused_ops(fusions(m)[0])
 
 
+# A reshape of a value in another layout moves bytes (XLA's layout normalization makes it
+# a transpose and a bitcast): a tiled transpose hero, kept out of the concatenate as a
+# transpose would be.
+MOVING_RESHAPE = """HloModule r
+ENTRY %main (x: f32[64,32,32], y: f32[64,1024]) -> f32[128,1024] {
+  %x = f32[64,32,32]{1,2,0} parameter(0)
+  %e = f32[64,32,32]{1,2,0} exponential(%x)
+  %r = f32[64,1024]{1,0} OP
+  %y = f32[64,1024] parameter(1)
+  %n = f32[64,1024] negate(%y)
+  ROOT %c = f32[128,1024] concatenate(%r, %n), dimensions={0}
+}
+"""
+
+
+@pytest.mark.parametrize("form", ["reshape", "copy-bitcast"])
+def test_priority_fusion_keeps_a_moving_reshape_out_of_a_concatenate(form):
+    if form == "reshape":
+        text = MOVING_RESHAPE.replace("OP", "reshape(%e)")
+    else:  # the same bytes moved by a layout-changing copy and a bitcast
+        text = MOVING_RESHAPE.replace("%r = f32[64,1024]{1,0} OP",
+                                      "%t = f32[64,32,32]{2,1,0} copy(%e)\n"
+                                      "  %r = f32[64,1024]{1,0} bitcast(%t)")
+    m = check(text, "priority-fusion").module
+    assert kinds(m) == ["kInput", "kInput"]
+    transpose_kernel = next(f for f in fusions(m) if "concatenate" not in fused_ops(f))
+    assert "exponential" in fused_ops(transpose_kernel)
+
+
 # ---- rename_fusions -------------------------------------------------------------------------
 
 def test_rename_fusions_names_after_kind_and_heroes():
@@ -278,3 +307,35 @@ def test_rename_fusions_names_after_kind_and_heroes():
 def test_after_fusion_on_samples(passes, name):
     text = (SAMPLES / f"{name}.hlo").read_text()
     check(text, f"fusion,{passes}", seeds=(0,))
+
+
+# ---- fusion-wrapper -------------------------------------------------------------------------
+
+def test_fusion_wrapper_wraps_what_fusion_left_and_keeps_values():
+    text = """HloModule w
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+ENTRY %main (a: f32[64,64], b: f32[64,64], w: f32[64,64]) -> (f32[64], f32[64,64], f32[64,64]) {
+  %a = f32[64,64] parameter(0)
+  %b = f32[64,64] parameter(1)
+  %cat = f32[64,128] concatenate(%a, %b), dimensions={1}
+  %zero = f32[] constant(0)
+  %r = f32[64] reduce(%cat, %zero), dimensions={1}, to_apply=%add
+  %c = f32[64,64] copy(%a)
+  %w = f32[64,64] parameter(2)
+  %d = f32[64,64] dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (f32[64], f32[64,64], f32[64,64]) tuple(%r, %c, %d)
+}
+"""
+    m = check(text, "fusion-wrapper").module
+    assert sorted(f.name for f in fusions(m)) == ["wrapped_concatenate", "wrapped_reduce"]
+    assert kinds(m) == ["kInput", "kLoop"]
+    # copies and library calls stay; the reducer is not wrapped
+    assert {"copy", "dot"} <= set(entry_ops(m))
+    assert m.computation("add").root.opcode == "add"
+    # a second run finds nothing left (run checks the no-change claim)
+    again = run(m, "fusion-wrapper")
+    assert sorted(f.name for f in fusions(again)) == ["wrapped_concatenate", "wrapped_reduce"]

@@ -7,6 +7,11 @@ from hlo_opt.analysis.device import A100
 from hlo_opt.api import parse_hlo
 from hlo_opt.ir.shape import Layout
 
+from hlo_opt.flags import DebugOptions
+from hlo_opt.ir.config import HloModuleConfig
+from passes.pipelines import build_pipeline
+from tests.support.harness import check_pass
+
 from .util import check, entry_ops, run
 
 SAMPLES = Path(__file__).resolve().parents[3] / "sample_modules"
@@ -96,6 +101,111 @@ ENTRY %main (a: f32[8,32,16], b: f32[8,16,32]) -> f32[8,32,32] {
     assert g.operands[0].opcode == "copy"
     assert g.operands[0].shape.effective_layout() == Layout((2, 1, 0))
     assert g.operands[1].opcode == "parameter"
+
+
+# The backward pass's canonical dots: a [4,8,16] value contracted over its two major
+# dimensions becomes transpose -> reshape -> a 2-D dot with one contracting dimension.
+GEMM_OF_TRANSPOSE = """HloModule t
+ENTRY %main (x: f32[4,8,16], y: f32[32,24], z: f32[16,32], w: f32[32,24]) -> (f32[16,24], f32[16,24]) {
+  %x = f32[4,8,16] parameter(0)
+  %e = f32[4,8,16] exponential(%x)
+  %t = f32[16,4,8] transpose(%e), dimensions={2,0,1}
+  %r = f32[16,32] reshape(%t)
+  %y = f32[32,24] parameter(1)
+  %d = f32[16,24] dot(%r, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %z = f32[16,32] parameter(2)
+  %zt = f32[32,16] transpose(%z), dimensions={1,0}
+  %n = f32[32,16] negate(%zt)
+  %w = f32[32,24] parameter(3)
+  %d2 = f32[16,24] dot(%n, %w), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT %out = (f32[16,24], f32[16,24]) tuple(%d, %d2)
+}
+"""
+
+
+def _named(m, name):
+    return next(i for i in m.entry.instructions if i.name == name)
+
+
+def test_matrix_operand_chain_takes_its_producers_layout():
+    # XLA leaves a batchless matrix operand unconstrained: the transpose and the reshape
+    # take the layouts that make them bitcasts, the dot reads its lhs column-major
+    m = check(GEMM_OF_TRANSPOSE, "layout-assignment").module
+    assert _named(m, "t").shape.effective_layout() == Layout((0, 2, 1))
+    assert _named(m, "r").shape.effective_layout() == Layout((0, 1))
+    # a transpose with a non-transpose user between it and the dot keeps its layout
+    assert _named(m, "zt").shape.effective_layout() == Layout((1, 0))
+
+
+def test_matrix_operand_chain_becomes_a_bitcast_in_the_gpu_pipeline():
+    options = DebugOptions(xla_gpu_enable_triton_gemm=False)
+    m = check_pass(parse_hlo(GEMM_OF_TRANSPOSE),
+                   build_pipeline("gpu", HloModuleConfig(options)), options=options).module
+    ops = entry_ops(m)
+    assert "transpose" not in ops
+    gemms = [i for i in m.entry.post_order() if i.opcode == "custom-call"]
+    assert gemms[0].operands[0].opcode == "bitcast"
+    assert gemms[0].operands[0].shape.effective_layout() == Layout((0, 1))
+
+
+# The backward pass's weight gradient of a fused qkv projection: three transposed
+# pieces concatenated.  The third piece starts in a layout no reshape can carry on, so it
+# moves its bytes once (the reshape) and the rest of its chain is free.
+CONCAT_OF_TRANSPOSES = """HloModule c
+ENTRY %main (a: f32[4,64,128], b: f32[4,64,128], q: f32[4,4,32,64], w: f32[256,128]) -> f32[128,384] {
+  %a = f32[4,64,128] parameter(0)
+  %ea = f32[4,64,128] exponential(%a)
+  %ta = f32[128,4,64] transpose(%ea), dimensions={2,0,1}
+  %ra = f32[128,256] reshape(%ta)
+  %b = f32[4,64,128] parameter(1)
+  %eb = f32[4,64,128] exponential(%b)
+  %tb = f32[128,4,64] transpose(%eb), dimensions={2,0,1}
+  %rb = f32[128,256] reshape(%tb)
+  %q = f32[4,4,32,64] parameter(2)
+  %tq = f32[4,64,4,32]{1,3,2,0} transpose(%q), dimensions={0,3,1,2}
+  %rq0 = f32[4,64,128] reshape(%tq)
+  %tq1 = f32[128,4,64] transpose(%rq0), dimensions={2,0,1}
+  %rq = f32[128,256] reshape(%tq1)
+  %c = f32[384,256] concatenate(%ra, %rb, %rq), dimensions={0}
+  %w = f32[256,128] parameter(3)
+  ROOT %d = f32[128,384] dot(%w, %c), lhs_contracting_dims={0}, rhs_contracting_dims={1}
+}
+"""
+
+
+def test_concatenated_matrix_operand_takes_its_pieces_layout():
+    m = check(CONCAT_OF_TRANSPOSES, "layout-assignment").module
+    col = Layout((0, 1))
+    for name in ("ra", "rb", "rq", "c"):
+        assert _named(m, name).shape.effective_layout() == col, name
+    # the reshape out of the transposed layout keeps the default one (it moves bytes)
+    assert _named(m, "rq0").shape.effective_layout() == Layout((2, 1, 0))
+    assert _named(m, "tq1").shape.effective_layout() == Layout((0, 2, 1))
+
+
+def test_concatenated_pieces_that_disagree_keep_their_layouts():
+    text = CONCAT_OF_TRANSPOSES.replace("%rb = f32[128,256] reshape(%tb)",
+                                        "%rb = f32[128,256] negate(%ra)").replace(
+        "%c = f32[384,256] concatenate(%ra, %rb, %rq)",
+        "%c = f32[384,256] concatenate(%rq, %rb, %ra)")
+    text = text.replace("  %b = f32[4,64,128] parameter(1)\n  %eb = f32[4,64,128] exponential(%b)\n"
+                        "  %tb = f32[128,4,64] transpose(%eb), dimensions={2,0,1}\n", "  %b = f32[4,64,128] parameter(1)\n")
+    m = check(text, "layout-assignment").module
+    assert _named(m, "c").shape.effective_layout() == Layout((1, 0))
+    assert _named(m, "rq").shape.effective_layout() == Layout((1, 0))
+
+
+def test_batched_and_multi_dim_operands_keep_their_layouts():
+    text = """HloModule b
+ENTRY %main (x: f32[2,8,16], y: f32[2,8,4]) -> f32[2,16,4] {
+  %x = f32[2,8,16] parameter(0)
+  %t = f32[2,16,8] transpose(%x), dimensions={0,2,1}
+  %y = f32[2,8,4] parameter(1)
+  ROOT %d = f32[2,16,4] dot(%t, %y), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+}
+"""
+    m = check(text, "layout-assignment").module
+    assert _named(m, "t").shape.effective_layout() == Layout((2, 1, 0))
 
 
 # ---- copy-insertion ------------------------------------------------------------------------
