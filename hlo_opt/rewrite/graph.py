@@ -65,6 +65,26 @@ def replace_and_remove_dead(comp: Computation, old: Instruction, new: Instructio
     remove_dead_operands(comp, operands)
 
 
+def post_order_from(root: Instruction, inside) -> list[Instruction]:
+    """The instructions ``inside(x)`` reaches from ``root`` through operands (``root``
+    first checked too), each once, operands before users."""
+    seen: set = set()
+    order: list[Instruction] = []
+    stack = [(root, False)]
+    while stack:
+        x, done = stack.pop()
+        if done:
+            order.append(x)
+            continue
+        if x in seen or not inside(x):
+            continue
+        seen.add(x)
+        stack.append((x, True))
+        for o in reversed(x.operands):
+            stack.append((o, False))
+    return order
+
+
 def add_gte(comp: Computation, tup: Instruction, index: int) -> Instruction:
     return comp.add("get-tuple-element", tup.shape.tuple_shapes[index], [tup],
                     name="get-tuple-element", attrs={"index": str(index)})

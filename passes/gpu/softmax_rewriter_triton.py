@@ -57,8 +57,8 @@ from hlo_opt.codegen.row_norm import (TRITON_FUSION_KIND, analyze, analyze_instr
                                       is_per_row, is_triton_norm_fusion)
 from hlo_opt.ir.opcodes import is_elementwise
 from hlo_opt.rewrite.fusion import absorb, absorb_consumer, create_fusion
-from hlo_opt.rewrite.graph import (fusible_computations, remove_dead_operands,
-                                   rename_computation)
+from hlo_opt.rewrite.graph import (fusible_computations, post_order_from,
+                                   remove_dead_operands, rename_computation)
 
 # XLA's Triton emitter takes these for normalisations (unsigned integers it declines)
 SUPPORTED_TYPES = frozenset({"f16", "bf16", "f32", "f64", "s8", "s16", "s32", "s64"})
@@ -238,23 +238,7 @@ def _set_backend_config(fusion) -> None:
 def _diamond_members(root, producer) -> list:
     """Everything between the producer and the root (XLA clones every operand up to the
     producer or a parameter), in post order."""
-    seen, order = set(), []
-
-    def visit(inst):
-        stack = [(inst, False)]
-        while stack:
-            x, done = stack.pop()
-            if done:
-                order.append(x)
-                continue
-            if x in seen or x is producer or x.opcode == "parameter":
-                continue
-            seen.add(x)
-            stack.append((x, True))
-            for o in reversed(x.operands):
-                stack.append((o, False))
-    visit(root)
-    return order
+    return post_order_from(root, lambda x: x is not producer and x.opcode != "parameter")
 
 
 def _fuse_diamond(comp, root, members):
@@ -395,22 +379,7 @@ def _cone(sink, rows: tuple) -> list:
                 if o not in cone:
                     inputs[o] = None
             changed = True
-    # post order of the members
-    order, seen = [], set()
-    stack = [(sink, False)]
-    while stack:
-        x, done = stack.pop()
-        if done:
-            order.append(x)
-            continue
-        if x in seen:
-            continue
-        seen.add(x)
-        stack.append((x, True))
-        for o in reversed(x.operands):
-            if o in cone and o not in seen:
-                stack.append((o, False))
-    return order
+    return post_order_from(sink, lambda x: x in cone)   # the members, operands first
 
 
 def _cone_is_normalisation(sink, order) -> bool:
