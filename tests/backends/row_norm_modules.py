@@ -58,20 +58,23 @@ ENTRY %main (x: f32[{rows},{n}], g: f32[{n}]) -> f32[{rows},{n}] {{
 }}
 """
 
-# softmax backward (y * (dy - sum(dy * y)), y recomputed from s): one fusion of three
-# reductions reading two inputs
-_SOFTMAX_BACKWARD = """HloModule softmax_backward_{name}
-%mx (a: f32[], b: f32[]) -> f32[] {{
+# the max and sum reducers the multi-reduction modules share
+REDUCERS = """%mx (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %m = f32[] maximum(%a, %b)
-}}
-%sum (a: f32[], b: f32[]) -> f32[] {{
+}
+%sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %s = f32[] add(%a, %b)
-}}
-ENTRY %main (x: f32[{rows},{n}], dy: f32[{rows},{n}]) -> f32[{rows},{n}] {{
+}
+"""
+
+# softmax backward (y * (dy - sum(dy * y)), y recomputed from s): one fusion of three
+# reductions reading two inputs
+_SOFTMAX_BACKWARD = """HloModule softmax_backward_{name}
+{reducers}ENTRY %main (x: f32[{rows},{n}], dy: f32[{rows},{n}]) -> f32[{rows},{n}] {{
   %x = f32[{rows},{n}] parameter(0)
   %dy = f32[{rows},{n}] parameter(1)
   %ninf = f32[] constant(-inf)
@@ -97,7 +100,7 @@ def extra_texts() -> list[tuple[str, str]]:
                                                        inv=repr(1.0 / n)))
             for r, n in ((3, 3000), (33, 96))]
     out += [(f"softmax_backward_{r}x{n}", _SOFTMAX_BACKWARD.format(name=f"{r}x{n}", rows=r,
-                                                                 n=n))
+                                                                 n=n, reducers=REDUCERS))
             for r, n in ((3, 5000), (2, 7000))]
     return out
 
@@ -188,15 +191,5 @@ def random_training_text(seed: int) -> str:
     out_shapes = ", ".join(shapes.get(o, rows) for o in outs)
     lines.append(f"  ROOT %out = ({out_shapes}) tuple({', '.join('%' + o for o in outs)})")
     return f"""HloModule random_training_{seed}
-%mx (a: f32[], b: f32[]) -> f32[] {{
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%a, %b)
-}}
-%sum (a: f32[], b: f32[]) -> f32[] {{
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}}
-ENTRY %main (x: {rows}, y: {rows}, g: f32[16], z: {flat}) -> ({out_shapes}) {{
+{REDUCERS}ENTRY %main (x: {rows}, y: {rows}, g: f32[16], z: {flat}) -> ({out_shapes}) {{
 """ + "\n".join(lines) + "\n}\n"
