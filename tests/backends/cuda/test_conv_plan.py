@@ -45,12 +45,18 @@ def _filter(plan, w):
     return w[(slice(None),) * 2 + (slice(None, None, -1),) * sp] if plan.convolution else w
 
 
+def _padded_groups(plan, x):
+    """The input padded as the plan says, its channels split into (groups, per group)."""
+    N, C = x.shape[:2]
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(plan.pre_padding, plan.post_padding)))
+    return xp.reshape((N, plan.groups, C // plan.groups) + xp.shape[2:])
+
+
 def cudnn_fprop(plan, x, w):
     sp, R, P, window = _geometry(plan)
     N, C = x.shape[:2]
     K, G = w.shape[0], plan.groups
-    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(plan.pre_padding, plan.post_padding)))
-    xg = xp.reshape((N, G, C // G) + xp.shape[2:])
+    xg = _padded_groups(plan, x)
     wg = _filter(plan, w).reshape((G, K // G, C // G) + tuple(R))
     y = np.zeros((N, G, K // G) + tuple(P))
     for k in itertools.product(*(range(r) for r in R)):
@@ -79,8 +85,7 @@ def cudnn_wgrad(plan, x, dy):
     sp, R, P, window = _geometry(plan)
     N, C = x.shape[:2]
     K, G = dy.shape[1], plan.groups
-    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(plan.pre_padding, plan.post_padding)))
-    xg = xp.reshape((N, G, C // G) + xp.shape[2:])
+    xg = _padded_groups(plan, x)
     dyg = dy.reshape((N, G, K // G, -1))
     dw = np.zeros((G, K // G, C // G) + tuple(R))
     for k in itertools.product(*(range(r) for r in R)):
