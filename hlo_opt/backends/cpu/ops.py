@@ -349,36 +349,22 @@ def tanh_f32(cx, x):
     return b.select(b.fcmp_unordered("uno", x, x), x, out)
 
 
-def _tanh(cx, e, a):
-    if _k(e) != "f":
-        raise NoRow
-    if a[0].type == T.F32:
-        return tanh_f32(cx, a[0])
-    return cx.call_libm("tanh", a, a[0].type)
+def _float_unary(f32_fn, wider):
+    """A float op's handler: f32 as straight-line code (``f32_fn(cx, x)``, so loops
+    vectorise), other widths through ``wider(cx, args)`` (libm or an LLVM intrinsic)."""
+    def handler(cx, e, a):
+        if _k(e) != "f":
+            raise NoRow
+        if a[0].type == T.F32:
+            return f32_fn(cx, a[0])
+        return wider(cx, a)
+    return handler
 
 
-def _exp(cx, e, a):
-    if _k(e) != "f":
-        raise NoRow
-    if a[0].type == T.F32:
-        return exp_f32(cx, a[0])
-    return cx.intrinsic("llvm.exp", a)
-
-
-def _log(cx, e, a):
-    if _k(e) != "f":
-        raise NoRow
-    if a[0].type == T.F32:
-        return log_f32(cx, a[0])
-    return cx.intrinsic("llvm.log", a)
-
-
-def _log1p(cx, e, a):
-    if _k(e) != "f":
-        raise NoRow
-    if a[0].type == T.F32:
-        return log1p_f32(cx, a[0])
-    return cx.call_libm("log1p", a, a[0].type)
+_tanh = _float_unary(tanh_f32, lambda cx, a: cx.call_libm("tanh", a, a[0].type))
+_exp = _float_unary(exp_f32, lambda cx, a: cx.intrinsic("llvm.exp", a))
+_log = _float_unary(log_f32, lambda cx, a: cx.intrinsic("llvm.log", a))
+_log1p = _float_unary(log1p_f32, lambda cx, a: cx.call_libm("log1p", a, a[0].type))
 
 
 def _logistic(cx, e, a):
