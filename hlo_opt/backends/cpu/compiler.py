@@ -153,9 +153,8 @@ def external_symbols() -> dict:
     names = set()
     for n in LIBM + _LIBM_EXTRA:
         names.update({n, n + "f"})
-    names.update({"sincos", "sincosf", "memcpy", "memmove", "memset", "malloc", "free",
-                  "pthread_create", "pthread_join"})
-    names.update(pool.LIBC)
+    names.update({"sincos", "sincosf", "memcpy", "memmove", "memset", "malloc", "free"})
+    names.update(pool.LIBC)   # the worker pool's threads and locks
     for n in sorted(names):
         for lib in libs:
             try:
