@@ -69,16 +69,13 @@ class CpuFusionRules(FusionRules):
             if x.opcode == "concatenate" and (len(x.operands) > MAX_CONCATENATE_ARGUMENTS
                                               or _minor_dim_concatenate(x)):
                 return "Concatenate fusion is inefficient."
-        if producer.opcode != "fusion" and is_expensive(producer):
-            # the duplication rule first: it rejects most expensive producers at once,
-            # and the reuse analysis walks the whole fused computation
-            reason = self.base_should_fuse(consumer, i)
-            if reason:
-                return reason
-            if reuses_operand_elements(consumer, i):
-                return "Fusion is not profitable."
-        reason = self.base_should_fuse(consumer, i) or self._duplication_reads_too_much(
-            producer, consumer)
+        reason = self.base_should_fuse(consumer, i)
+        # the base rules (duplication) first: they reject most expensive producers at
+        # once, and the reuse analysis walks the whole fused computation
+        if not reason and producer.opcode != "fusion" and is_expensive(producer) and \
+                reuses_operand_elements(consumer, i):
+            return "Fusion is not profitable."
+        reason = reason or self._duplication_reads_too_much(producer, consumer)
         if reason:
             return reason
         if producer.opcode == "constant" and consumer.opcode != "fusion":
